@@ -1,0 +1,140 @@
+"""Pieces shared by the baseline estimators: argument checks, held-out scoring for count
+models, and a numba multinomial split used by the count samplers."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from numba import njit
+
+from .._validation import check_counts
+from ..evaluation.metrics import heldout_entries, lpd_from_samples, perplexity
+
+
+def check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_positive(name: str, value) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a positive number; got {value!r}") from exc
+    if not np.isfinite(out) or out <= 0.0:
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
+    return out
+
+
+def resolve_burn_in(n_iter, burn_in) -> tuple[int, int]:
+    """Validated ``(n_iter, burn_in)``; the default burn-in is the first half (SPEC section 3)."""
+    n_iter = check_int("n_iter", n_iter, 1)
+    if burn_in is None:
+        burn_in = n_iter // 2
+    burn_in = check_int("burn_in", burn_in, 0)
+    if burn_in >= n_iter:
+        raise ValueError(
+            f"burn_in ({burn_in}) must be smaller than n_iter ({n_iter}) so that at least one "
+            f"sample is kept"
+        )
+    return n_iter, burn_in
+
+
+def check_fitted(est, attribute: str) -> None:
+    if not hasattr(est, attribute):
+        raise RuntimeError(f"{type(est).__name__} is not fitted yet; call fit(Y) first")
+
+
+def heldout_for(Y_heldout, shape: tuple[int, int], counts: bool) -> tuple[np.ndarray, ...]:
+    """Rows, columns and values of the entries to score, checked against the training shape."""
+    Yh = np.asarray(Y_heldout, dtype=np.float64)
+    if Yh.shape != tuple(shape):
+        raise ValueError(
+            f"Y_heldout must have the training shape {tuple(shape)} (NaN where nothing is "
+            f"scored); got {Yh.shape}"
+        )
+    rows, cols, vals = heldout_entries(Yh)
+    if counts:
+        check_counts(Yh, name="Y_heldout")
+    return rows, cols, vals
+
+
+class CountScoresMixin:
+    """Held-out metrics for count models (SPEC section 3).
+
+    Subclasses provide ``_sample_row_probs(rows, cols)`` (``S x T``: each sample's probability
+    of column ``cols[t]`` within row ``rows[t]``, i.e. ``mu_ij / sum_j' mu_ij'``) and
+    ``_sample_logpmf(rows, cols, vals)`` (``S x T`` log densities under the model's likelihood).
+    """
+
+    _fitted_attr = "latent_"
+
+    def perplexity(self, Y_heldout) -> float:
+        """``exp(-sum_t y_t log p_t / sum_t y_t)`` with ``p_t`` the sample-averaged row share."""
+        check_fitted(self, self._fitted_attr)
+        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
+        p = self._sample_row_probs(rows, cols).mean(axis=0)
+        return perplexity(vals, p)
+
+    def log_predictive_density(self, Y_heldout) -> float:
+        check_fitted(self, self._fitted_attr)
+        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
+        return lpd_from_samples(self._sample_logpmf(rows, cols, vals))
+
+    def score(self, Y_heldout) -> float:
+        """Held-out log predictive density per scored entry (higher is better)."""
+        rows, _, _ = heldout_for(Y_heldout, self._shape, counts=True)
+        return self.log_predictive_density(Y_heldout) / rows.size
+
+
+@njit(cache=True)
+def split_count(rng, y, prob, out):
+    """Draw ``out ~ Multinomial(y, prob / sum(prob))`` into the length-K buffer `out`.
+
+    Small counts (the usual case for sparse count data) take one categorical draw per unit;
+    large counts use K - 1 conditional binomials so the cost does not grow with `y`. If every
+    weight underflowed to zero the split is uniform, which only happens at rates that carry
+    no information anyway.
+    """
+    K = prob.shape[0]
+    for k in range(K):
+        out[k] = 0
+    total = 0.0
+    for k in range(K):
+        total += prob[k]
+    uniform = not (total > 0.0)
+    if y <= 4:
+        for _ in range(y):
+            if uniform:
+                out[rng.integers(0, K)] += 1
+                continue
+            u = rng.random() * total
+            acc = 0.0
+            chosen = K - 1
+            for k in range(K):
+                acc += prob[k]
+                if u < acc:
+                    chosen = k
+                    break
+            out[chosen] += 1
+        return
+    remaining = y
+    for k in range(K - 1):
+        if remaining == 0:
+            return
+        if uniform:
+            q = 1.0 / (K - k)
+        else:
+            # Recompute the tail mass instead of subtracting, so rounding cannot push q past 1.
+            tail = 0.0
+            for kk in range(k, K):
+                tail += prob[kk]
+            q = prob[k] / tail if tail > 0.0 else 0.0
+            if q > 1.0:
+                q = 1.0
+        x = rng.binomial(remaining, q) if q < 1.0 else remaining
+        out[k] = x
+        remaining -= x
+    out[K - 1] = remaining

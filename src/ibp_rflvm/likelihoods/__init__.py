@@ -1,0 +1,1 @@
+"""Observation models, each a plug-in behind the small interface in :mod:`.base`."""

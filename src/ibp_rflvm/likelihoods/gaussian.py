@@ -1,0 +1,436 @@
+"""Collapsed Gaussian likelihood (SPEC section 2.1).
+
+``y_ij ~ N(phi_i^T beta_j, sigma_j^2)``, ``beta_j ~ N(0, sigma_j^2 I)``,
+``sigma_j^2 ~ InvGamma(a0, b0)``, with ``beta`` and ``sigma^2`` integrated out. With
+``S = Phi^T Phi + I`` shared by all columns,
+
+``log p(Y | Phi) = sum_j [-N/2 log 2pi - 1/2 log|S| + a0 log b0 - a_n log b_nj + lgamma(a_n) - lgamma(a0)]``,
+``b_nj = b0 + (y_j^T y_j - y_j^T Phi S^-1 Phi^T y_j) / 2``.
+
+Rows are coupled, so X and Z are updated row by row. Everything a row update needs is kept in
+a cache: ``A = S^-1``, ``P = A Phi^T Y`` (column posterior means), ``Q_j = y_j^T Phi A Phi^T y_j``
+and ``log|S|``. Changing one row of ``Phi`` from ``phi`` to ``phi'`` is the rank-2 change
+``S' = S + phi' phi'^T - phi phi^T`` together with ``Phi^T y_j += (phi' - phi) y_ij``, so a
+proposal costs ``O(L^2 + L J)`` by the Woodbury identity instead of ``O(N L^2 + L^3 + N L J)``.
+Changing one frequency changes two columns of ``Phi``: a rank-4 change, handled the same way.
+The cache is rebuilt from scratch at the start of every block of updates, which bounds the
+round-off of the low-rank updates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.special import gammaln
+
+from ..features import frequency_columns, row_features
+from ..samplers.ibp import gibbs_flip, z_log_prior_odds
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass
+class Cache:
+    """Sufficient statistics of the collapsed likelihood for the current ``Phi`` and ``Y``.
+
+    ``state`` holds ``[log|S|, log-likelihood]`` in one small array so compiled kernels can
+    update both in place.
+    """
+
+    A: np.ndarray
+    P: np.ndarray
+    Q: np.ndarray
+    yy: np.ndarray
+    state: np.ndarray
+    chol: np.ndarray
+
+    @property
+    def logdet(self) -> float:
+        return float(self.state[0])
+
+    @property
+    def loglik(self) -> float:
+        return float(self.state[1])
+
+
+@dataclass(frozen=True)
+class GaussianPrior:
+    a0: float = 1.0
+    b0: float = 1.0
+
+    def constant(self, N: int, J: int) -> float:
+        a_n = self.a0 + 0.5 * N
+        return J * (-0.5 * N * LOG_2PI + self.a0 * math.log(self.b0) + gammaln(a_n) - gammaln(self.a0))
+
+
+def collapsed_loglik(Q, yy, logdet, N: int, prior: GaussianPrior) -> float:
+    a_n = prior.a0 + 0.5 * N
+    J = yy.size
+    b_n = prior.b0 + 0.5 * (yy - Q)
+    return float(prior.constant(N, J) - 0.5 * J * logdet - a_n * np.sum(np.log(b_n)))
+
+
+def build_cache(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> Cache:
+    """Everything from scratch: one Cholesky of ``S`` and one ``Phi^T Y`` serve all columns."""
+    L = Phi.shape[1]
+    S = Phi.T @ Phi
+    S[np.diag_indices(L)] += 1.0
+    R = cholesky(S, lower=True)
+    A = cho_solve((R, True), np.eye(L))
+    A = 0.5 * (A + A.T)
+    B = Phi.T @ Y
+    P = A @ B
+    Q = np.einsum("lj,lj->j", B, P)
+    yy = np.einsum("nj,nj->j", Y, Y)
+    logdet = 2.0 * float(np.sum(np.log(np.diag(R))))
+    ll = collapsed_loglik(Q, yy, logdet, Phi.shape[0], prior)
+    return Cache(A=A, P=np.ascontiguousarray(P), Q=Q, yy=yy, state=np.array([logdet, ll]), chol=R)
+
+
+def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float:
+    """The collapsed marginal evaluated directly (no cache), for checks."""
+    return build_cache(Phi, Y, prior).loglik
+
+
+# --------------------------------------------------------------------------------------------
+# Compiled row kernels
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _prepare_row(phi, A, P, v, r):
+    """``v = A phi`` and ``r = P^T phi`` for the row about to change."""
+    L = phi.size
+    J = P.shape[1]
+    for a in range(L):
+        acc = 0.0
+        for b in range(L):
+            acc += A[a, b] * phi[b]
+        v[a] = acc
+    for j in range(J):
+        r[j] = 0.0
+    for a in range(L):
+        pa = phi[a]
+        for j in range(J):
+            r[j] += pa * P[a, j]
+
+
+@njit(cache=True)
+def _eval_row(phi_new, phi, v, r, y, A, P, Q, yy, logdet, a_n, b0, const, u, s, w1, w2, Qn, m2):
+    """Log-likelihood if one row of ``Phi`` became `phi_new`; fills the work buffers for `_apply_row`."""
+    L = phi.size
+    J = y.size
+    for a in range(L):
+        acc = 0.0
+        for b in range(L):
+            acc += A[a, b] * phi_new[b]
+        u[a] = acc
+    a11 = 0.0
+    a12 = 0.0
+    a22 = 0.0
+    for a in range(L):
+        a11 += phi_new[a] * u[a]
+        a12 += phi_new[a] * v[a]
+        a22 += phi[a] * v[a]
+    m11 = 1.0 + a11
+    m22 = -1.0 + a22
+    det = m11 * m22 - a12 * a12
+    # det(S') = -det(S) det(M2) with M2 = C^-1 + U^T A U, C = diag(1, -1); det(M2) < 0.
+    logdet_new = logdet + math.log(-det)
+    dAd = a11 - 2.0 * a12 + a22
+    pnAd = a11 - a12
+    pAd = a12 - a22
+    i11 = m22 / det
+    i12 = -a12 / det
+    i22 = m11 / det
+    m2[0] = i11
+    m2[1] = i12
+    m2[2] = i22
+    m2[3] = logdet_new
+    for j in range(J):
+        s[j] = 0.0
+    for a in range(L):
+        pa = phi_new[a]
+        for j in range(J):
+            s[j] += pa * P[a, j]
+    acc = 0.0
+    for j in range(J):
+        yj = y[j]
+        t1 = Q[j] + 2.0 * yj * (s[j] - r[j]) + yj * yj * dAd
+        x1 = s[j] + yj * pnAd
+        x2 = r[j] + yj * pAd
+        w1[j] = x1
+        w2[j] = x2
+        qn = t1 - (x1 * x1 * i11 + 2.0 * x1 * x2 * i12 + x2 * x2 * i22)
+        Qn[j] = qn
+        acc += math.log(b0 + 0.5 * (yy[j] - qn))
+    return const - 0.5 * J * logdet_new - a_n * acc
+
+
+@njit(cache=True)
+def _apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2):
+    """Commit the change evaluated by `_eval_row`: ``A -= [u v] M2^-1 [u v]^T`` and ``P``, ``Q``."""
+    L = u.size
+    J = y.size
+    i11 = m2[0]
+    i12 = m2[1]
+    i22 = m2[2]
+    for a in range(L):
+        ca = i11 * u[a] + i12 * v[a]
+        cb = i12 * u[a] + i22 * v[a]
+        for b in range(L):
+            A[a, b] -= ca * u[b] + cb * v[b]
+    for j in range(J):
+        c1 = i11 * w1[j] + i12 * w2[j]
+        c2 = i12 * w1[j] + i22 * w2[j]
+        yj = y[j]
+        for a in range(L):
+            P[a, j] += yj * (u[a] - v[a]) - u[a] * c1 - v[a] * c2
+        Q[j] = Qn[j]
+
+
+@njit(cache=True)
+def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
+    """Elliptical slice sampling (Murray, Adams and MacKay 2010) of each row of ``X`` in turn."""
+    N, K = X.shape
+    L = Phi.shape[1]
+    J = Y.shape[1]
+    phi_new = np.empty(L)
+    v = np.empty(L)
+    u = np.empty(L)
+    r = np.empty(J)
+    s = np.empty(J)
+    w1 = np.empty(J)
+    w2 = np.empty(J)
+    Qn = np.empty(J)
+    m2 = np.empty(4)
+    h = np.empty(K)
+    x_new = np.empty(K)
+    nu = np.empty(K)
+    n_evals = 0
+    for i in range(N):
+        for k in range(K):
+            nu[k] = rng.standard_normal()
+        log_u = math.log(rng.random())
+        theta = rng.random() * 2.0 * math.pi
+        lo = theta - 2.0 * math.pi
+        hi = theta
+        any_on = False
+        for k in range(K):
+            if Z[i, k] != 0:
+                any_on = True
+        if not any_on:
+            # The likelihood ignores x_i, so ESS accepts its first proposal.
+            c = math.cos(theta)
+            sn = math.sin(theta)
+            for k in range(K):
+                X[i, k] = X[i, k] * c + nu[k] * sn
+            continue
+        _prepare_row(Phi[i], A, P, v, r)
+        log_y = state[1] + log_u
+        while True:
+            c = math.cos(theta)
+            sn = math.sin(theta)
+            for k in range(K):
+                x_new[k] = X[i, k] * c + nu[k] * sn
+                h[k] = x_new[k] * Z[i, k]
+            row_features(h, W, bias, phi_new)
+            ll_new = _eval_row(
+                phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
+            )
+            n_evals += 1
+            if ll_new > log_y:
+                _apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
+                state[0] = m2[3]
+                state[1] = ll_new
+                for k in range(K):
+                    X[i, k] = x_new[k]
+                for a in range(L):
+                    Phi[i, a] = phi_new[a]
+                break
+            if theta < 0.0:
+                lo = theta
+            else:
+                hi = theta
+            theta = lo + rng.random() * (hi - lo)
+    return n_evals
+
+
+@njit(cache=True)
+def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, pi, counts):
+    """Gibbs update of every ``z_id``, row by row, with the slice sampler's prior factor."""
+    N, K = X.shape
+    L = Phi.shape[1]
+    J = Y.shape[1]
+    phi_new = np.empty(L)
+    v = np.empty(L)
+    u = np.empty(L)
+    r = np.empty(J)
+    s = np.empty(J)
+    w1 = np.empty(J)
+    w2 = np.empty(J)
+    Qn = np.empty(J)
+    m2 = np.empty(4)
+    h = np.empty(K)
+    n_flips = 0
+    for i in range(N):
+        _prepare_row(Phi[i], A, P, v, r)
+        for d in range(K):
+            z_cur = Z[i, d]
+            for k in range(K):
+                h[k] = X[i, k] * Z[i, k]
+            h[d] = X[i, d] * (1 - z_cur)
+            row_features(h, W, bias, phi_new)
+            ll_new = _eval_row(
+                phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
+            )
+            ll_cur = state[1]
+            log_odds_one = z_log_prior_odds(pi, counts, d, z_cur)
+            if z_cur == 0:
+                log_odds_one += ll_new - ll_cur
+            else:
+                log_odds_one += ll_cur - ll_new
+            z_new = gibbs_flip(rng, log_odds_one)
+            if z_new != z_cur:
+                _apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
+                state[0] = m2[3]
+                state[1] = ll_new
+                for a in range(L):
+                    Phi[i, a] = phi_new[a]
+                Z[i, d] = z_new
+                counts[d] += z_new - z_cur
+                n_flips += 1
+                _prepare_row(Phi[i], A, P, v, r)
+    return n_flips
+
+
+# --------------------------------------------------------------------------------------------
+# Frequencies: Metropolis-Hastings with the prior as proposal, rank-4 updates
+# --------------------------------------------------------------------------------------------
+
+
+def mh_frequencies(
+    rng: np.random.Generator,
+    H: np.ndarray,
+    W: np.ndarray,
+    zeta: np.ndarray,
+    mu: np.ndarray,
+    Sigma: np.ndarray,
+    Phi: np.ndarray,
+    Y: np.ndarray,
+    cache: Cache,
+    prior: GaussianPrior,
+) -> int:
+    """Propose each ``w_m* ~ N(mu_k, Sigma_k)`` in turn; accept with the likelihood ratio.
+
+    ``W``, ``Phi`` and `cache` are updated in place; returns the number accepted.
+
+    Replacing the two columns ``I = (m, m + M)`` of ``Phi`` changes ``S`` by
+    ``E_I D^T + D E_I^T - E_I D_II E_I^T`` (``D`` = change of ``S[:, I]``), i.e. ``U C U^T`` with
+    ``U = [E_I, D]``, ``C = [[-D_II, I], [I, 0]]``, ``C^-1 = [[0, I], [I, D_II]]``, ``det C = 1``;
+    and ``Phi^T Y`` changes only in rows ``I``.
+    """
+    M, K = W.shape
+    N = Phi.shape[0]
+    a_n = prior.a0 + 0.5 * N
+    b0 = prior.b0
+    const = prior.constant(N, Y.shape[1])
+    A, P, Q, yy = cache.A, cache.P, cache.Q, cache.yy
+    G = Phi.T @ Phi
+    L = G.shape[0]
+    chols = np.array([np.linalg.cholesky(Sg) if K else np.zeros((0, 0)) for Sg in Sigma])
+    eye2 = np.eye(2)
+    accepted = 0
+    if K == 0:
+        return 0
+    for m in range(M):
+        k = zeta[m]
+        w_prop = mu[k] + chols[k] @ rng.standard_normal(K)
+        log_u = math.log(rng.random())
+        I = np.array([m, m + M])
+        c_new = frequency_columns(H, w_prop, M)
+        c_old = Phi[:, I]
+        g = Phi.T @ c_new
+        g[I] = c_new.T @ c_new
+        D = g - G[:, I]
+        D_II = D[I]
+        delta = (c_new - c_old).T @ Y
+        AD = A @ D
+        AU = np.hstack([A[:, I], AD])
+        UtAU = np.block([[A[np.ix_(I, I)], AD[I]], [AD[I].T, D.T @ AD]])
+        Mw = np.block([[np.zeros((2, 2)), eye2], [eye2, D_II]]) + UtAU
+        sign, logdet_mw = np.linalg.slogdet(Mw)
+        if sign <= 0:  # round-off on a near-singular update; treat as a rejection
+            continue
+        logdet_new = cache.state[0] + logdet_mw
+        PI = P[I]
+        t1 = Q + 2.0 * np.einsum("rj,rj->j", delta, PI) + np.einsum("rj,rs,sj->j", delta, A[np.ix_(I, I)], delta)
+        wv = np.vstack([PI, D.T @ P]) + AU[I].T @ delta
+        sol = np.linalg.solve(Mw, wv)
+        Qn = t1 - np.einsum("rj,rj->j", wv, sol)
+        ll_new = const - 0.5 * yy.size * logdet_new - a_n * np.sum(np.log(b0 + 0.5 * (yy - Qn)))
+        if log_u < ll_new - cache.state[1]:
+            P += A[:, I] @ delta - AU @ sol
+            A -= AU @ np.linalg.solve(Mw, AU.T)
+            Q[:] = Qn
+            cache.state[0] = logdet_new
+            cache.state[1] = ll_new
+            G[:, I] = g
+            G[I, :] = g.T
+            Phi[:, I] = c_new
+            W[m] = w_prop
+            accepted += 1
+    return accepted
+
+
+# --------------------------------------------------------------------------------------------
+# Data augmentation, prediction and held-out density
+# --------------------------------------------------------------------------------------------
+
+
+def sample_weights(
+    rng: np.random.Generator, cache: Cache, N: int, prior: GaussianPrior
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(beta_j, sigma_j^2)`` from their normal-inverse-gamma posterior given the completed data."""
+    a_n = prior.a0 + 0.5 * N
+    b_n = prior.b0 + 0.5 * (cache.yy - cache.Q)
+    sigma2 = b_n / rng.gamma(a_n, 1.0, size=b_n.size)
+    L, J = cache.P.shape
+    eps = rng.standard_normal((L, J))
+    # S = R R^T, so R^-T eps has covariance S^-1.
+    beta = cache.P + solve_triangular(cache.chol, eps, lower=True, trans="T") * np.sqrt(sigma2)
+    return beta, sigma2
+
+
+def impute(
+    rng: np.random.Generator,
+    Phi: np.ndarray,
+    Y: np.ndarray,
+    missing: tuple[np.ndarray, np.ndarray],
+    cache: Cache,
+    prior: GaussianPrior,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw the weights, then every unobserved entry from ``N(phi_i^T beta_j, sigma_j^2)``.
+
+    Returns ``(Y_completed, beta, sigma2)``; `Y` itself is not modified.
+    """
+    beta, sigma2 = sample_weights(rng, cache, Phi.shape[0], prior)
+    Y = Y.copy()
+    rows, cols = missing
+    if rows.size:
+        mean = np.einsum("tl,lt->t", Phi[rows], beta[:, cols])
+        Y[rows, cols] = mean + np.sqrt(sigma2[cols]) * rng.standard_normal(rows.size)
+    return Y, beta, sigma2
+
+
+def observed_loglik(
+    Phi: np.ndarray, Y: np.ndarray, observed: np.ndarray, beta: np.ndarray, sigma2: np.ndarray
+) -> float:
+    """``sum over observed entries of log N(y_ij | phi_i^T beta_j, sigma_j^2)``."""
+    mean = Phi @ beta
+    ll = -0.5 * (LOG_2PI + np.log(sigma2) + (Y - mean) ** 2 / sigma2)
+    return float(np.sum(ll[observed], dtype=np.float64))

@@ -1,0 +1,232 @@
+"""Chain state and the MCMC sweep that composes the samplers (SPEC section 2).
+
+A sweep is a pure function ``sweep(rng, state, data, spec) -> (state, info)``: the input state
+is never modified (its arrays are copied once, then updated in place by the compiled kernels),
+so a caller can keep any state it has been given. One ``numpy.random.Generator`` drives every
+draw of the sweep, compiled kernels included, so a seed fixes the whole chain.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .features import feature_map
+from .likelihoods import gaussian
+from .samplers import dp_mixture, ibp
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything about the model that is not data or state.
+
+    `ibp` switches the Indian buffet process on (IBP-RFLVM) or off (dense RFLVM: ``Z = 1`` and
+    a fixed number of dimensions `n_dims`). With the IBP on, `n_dims` is the initial number.
+    `use_likelihood=False` samples from the prior (used by the sampler checks).
+    """
+
+    n_frequencies: int = 50
+    ibp: bool = True
+    n_dims: int = 2
+    bias: bool = False
+    alpha_prior: tuple[float, float] = (1.0, 1.0)
+    fixed_alpha: float | None = None
+    eta_prior: tuple[float, float] = (1.0, 1.0)
+    lam0: float = 1.0
+    gaussian_prior: gaussian.GaussianPrior = field(default_factory=gaussian.GaussianPrior)
+    use_likelihood: bool = True
+
+
+@dataclass(frozen=True)
+class Data:
+    """Training data: `Y` with NaN for unobserved entries, and where those are."""
+
+    Y: np.ndarray
+    observed: np.ndarray
+    missing: tuple[np.ndarray, np.ndarray]
+
+    @classmethod
+    def from_array(cls, Y: np.ndarray) -> Data:
+        observed = ~np.isnan(Y)
+        return cls(Y=Y, observed=observed, missing=np.nonzero(~observed))
+
+
+@dataclass(frozen=True)
+class ChainState:
+    """One state of the chain. ``Y`` is the completed data (observed entries plus imputations)."""
+
+    X: np.ndarray
+    Z: np.ndarray
+    pi: np.ndarray
+    alpha: float
+    W: np.ndarray
+    zeta: np.ndarray
+    mu: np.ndarray
+    Sigma: np.ndarray
+    eta: float
+    Y: np.ndarray
+    beta: np.ndarray
+    sigma2: np.ndarray
+    loglik: float
+    sweep: int = 0
+
+    @property
+    def H(self) -> np.ndarray:
+        return self.X * self.Z
+
+    @property
+    def k_plus(self) -> int:
+        return int(np.count_nonzero(self.Z.sum(axis=0)))
+
+    def phi(self, bias: bool) -> np.ndarray:
+        return feature_map(self.H, self.W, bias)
+
+
+@dataclass
+class _Work:
+    """Mutable copies of the state's arrays, owned by one sweep."""
+
+    X: np.ndarray
+    Z: np.ndarray
+    pi: np.ndarray
+    alpha: float
+    W: np.ndarray
+    zeta: np.ndarray
+    mu: np.ndarray
+    Sigma: np.ndarray
+    eta: float
+    Y: np.ndarray
+
+
+def _pca_init(Y: np.ndarray, k: int) -> np.ndarray:
+    Yc = Y - Y.mean(axis=0)
+    U, s, _ = np.linalg.svd(Yc, full_matrices=False)
+    X = U[:, :k] * s[:k]
+    X = X / np.maximum(X.std(axis=0), 1e-12)
+    if X.shape[1] < k:
+        X = np.hstack([X, np.zeros((Y.shape[0], k - X.shape[1]))])
+    return X
+
+
+def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainState:
+    """Starting point: PCA latent positions, ``Z = 1``, frequencies from the standard normal
+    (unit-lengthscale RBF), one mixture component, unobserved entries imputed from the model."""
+    N, J = data.Y.shape
+    K = spec.n_dims
+    col_mean = np.nanmean(data.Y, axis=0)
+    Y0 = np.where(data.observed, data.Y, col_mean)
+    X = _pca_init(Y0, K)
+    Z = np.ones((N, K), dtype=np.int8)
+    if spec.ibp:
+        _, pi = ibp.update_sticks(rng, Z)
+    else:
+        pi = np.ones(K)
+    alpha = spec.fixed_alpha if spec.fixed_alpha is not None else 1.0
+    W = rng.standard_normal((spec.n_frequencies, K))
+    zeta = np.zeros(spec.n_frequencies, dtype=np.int64)
+    mu, Sigma = dp_mixture.sample_components(rng, W, zeta, spec.lam0)
+    Phi = feature_map(X * Z, W, spec.bias)
+    cache = gaussian.build_cache(Phi, Y0, spec.gaussian_prior)
+    Y1, beta, sigma2 = gaussian.impute(rng, Phi, Y0, data.missing, cache, spec.gaussian_prior)
+    ll = gaussian.observed_loglik(Phi, Y1, data.observed, beta, sigma2)
+    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y1, beta, sigma2, ll, 0)
+
+
+def _resize(rng: np.random.Generator, w: _Work, keep: np.ndarray, n_new: int, lam0: float) -> None:
+    """Drop the dimensions not in `keep` (exact marginalisation), then add `n_new` new ones."""
+    w.X = w.X[:, keep]
+    w.Z = w.Z[:, keep]
+    w.W, w.mu, w.Sigma = dp_mixture.keep_dimensions(w.W, w.mu, w.Sigma, keep)
+    for _ in range(n_new):
+        w.X = np.hstack([w.X, rng.standard_normal((w.X.shape[0], 1))])
+        w.Z = np.hstack([w.Z, np.zeros((w.Z.shape[0], 1), dtype=np.int8)])
+        w.W, w.mu, w.Sigma = dp_mixture.add_dimension(rng, w.W, w.zeta, w.mu, w.Sigma, lam0)
+    w.X = np.ascontiguousarray(w.X)
+    w.Z = np.ascontiguousarray(w.Z)
+    w.W = np.ascontiguousarray(w.W)
+
+
+def _kernel_args(w: _Work, spec: ModelSpec, Phi: np.ndarray, cache: gaussian.Cache):
+    N = Phi.shape[0]
+    gp = spec.gaussian_prior
+    return (
+        w.X, w.Z, w.W, spec.bias, Phi, w.Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
+        gp.a0 + 0.5 * N, gp.b0, gp.constant(N, w.Y.shape[1]),
+    )  # fmt: skip
+
+
+def sweep(
+    rng: np.random.Generator, state: ChainState, data: Data, spec: ModelSpec
+) -> tuple[ChainState, dict]:
+    """One MCMC sweep: IBP, X, W, DP mixture, then the likelihood's own variables."""
+    w = _Work(
+        state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
+        state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta, state.Y.copy(),
+    )  # fmt: skip
+    gp = spec.gaussian_prior
+    info: dict = {}
+    N = w.X.shape[0]
+
+    if spec.ibp:
+        keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
+        _resize(rng, w, keep, new_pi.size, spec.lam0)
+        w.pi = np.concatenate([w.pi[keep], new_pi])
+        counts = w.Z.sum(axis=0).astype(np.int64)
+        if spec.use_likelihood:
+            Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+            cache = gaussian.build_cache(Phi, w.Y, gp)
+            info["z_flips"] = gaussian.gibbs_z_rows(rng, *_kernel_args(w, spec, Phi, cache), w.pi, counts)
+        else:
+            zero = np.zeros(N)
+            for d in range(w.Z.shape[1]):
+                ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts)
+        keep, w.pi = ibp.update_sticks(rng, w.Z)
+        _resize(rng, w, keep, 0, spec.lam0)
+        if spec.fixed_alpha is None:
+            a, b = spec.alpha_prior
+            w.alpha = ibp.update_alpha(rng, w.Z.shape[1], N, a, b)
+        info["slice"] = s
+        info["new_dims"] = int(new_pi.size)
+
+    if spec.use_likelihood:
+        Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+        cache = gaussian.build_cache(Phi, w.Y, gp)
+        info["x_evals"] = gaussian.ess_rows(rng, *_kernel_args(w, spec, Phi, cache))
+        cache = gaussian.build_cache(Phi, w.Y, gp)
+        info["w_accepted"] = gaussian.mh_frequencies(
+            rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, Phi, w.Y, cache, gp
+        )
+    else:
+        # No likelihood: ESS accepts its first proposal and MH always accepts the prior draw.
+        theta = rng.random(N) * 2.0 * math.pi
+        nu = rng.standard_normal(w.X.shape)
+        w.X = w.X * np.cos(theta)[:, None] + nu * np.sin(theta)[:, None]
+        if w.W.shape[1]:
+            e = rng.standard_normal(w.W.shape)
+            chol = np.array([np.linalg.cholesky(S) for S in w.Sigma])
+            w.W = w.mu[w.zeta] + np.einsum("mab,mb->ma", chol[w.zeta], e)
+
+    w.zeta, w.mu, w.Sigma, w.eta = dp_mixture.dp_step(
+        rng, w.W, w.zeta, w.eta, spec.lam0, *spec.eta_prior
+    )
+
+    Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+    if spec.use_likelihood:
+        cache = gaussian.build_cache(Phi, w.Y, gp)
+        Ynew, beta, sigma2 = gaussian.impute(rng, Phi, w.Y, data.missing, cache, gp)
+        ll = gaussian.observed_loglik(Phi, Ynew, data.observed, beta, sigma2)
+    else:
+        Ynew, beta, sigma2, ll = w.Y, state.beta, state.sigma2, 0.0
+    new = ChainState(
+        w.X, w.Z, w.pi, float(w.alpha), w.W, w.zeta, w.mu, w.Sigma, float(w.eta), Ynew, beta, sigma2,
+        float(ll), state.sweep + 1,
+    )  # fmt: skip
+    info["k_plus"] = new.k_plus
+    info["n_components"] = int(w.zeta.max()) + 1
+    return new, info
+
+
+def with_sweep(state: ChainState, sweep_index: int) -> ChainState:
+    return replace(state, sweep=sweep_index)

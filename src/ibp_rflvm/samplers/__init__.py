@@ -1,0 +1,1 @@
+"""MCMC building blocks: IBP slice sampler, elliptical slice sampling, DP mixture, Polya-gamma."""
