@@ -135,7 +135,8 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
 
 
 def _resize(rng: np.random.Generator, w: _Work, keep: np.ndarray, n_new: int, lam0: float) -> None:
-    """Drop the dimensions not in `keep` (exact marginalisation), then add `n_new` new ones."""
+    """Keep the dimensions `keep`, in that order (dropping is exact marginalisation), then add
+    `n_new` new ones."""
     w.X = w.X[:, keep]
     w.Z = w.Z[:, keep]
     w.W, w.mu, w.Sigma = dp_mixture.keep_dimensions(w.W, w.mu, w.Sigma, keep)
@@ -173,6 +174,9 @@ def sweep(
         keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
         _resize(rng, w, keep, new_pi.size, spec.lam0)
         w.pi = np.concatenate([w.pi[keep], new_pi])
+        order = ibp.scan_order(w.pi)
+        _resize(rng, w, order, 0, spec.lam0)
+        w.pi = w.pi[order]
         counts = w.Z.sum(axis=0).astype(np.int64)
         if spec.use_likelihood:
             Phi = feature_map(w.X * w.Z, w.W, spec.bias)

@@ -7,7 +7,8 @@ The sampler state is the binary matrix ``Z`` (``N x K`` represented dimensions),
 1. ``extend``: slice variable ``s ~ U(0, pi*)``; inactive dimensions are dropped and new sticks
    are drawn exactly, in decreasing order starting below 1, until one falls below ``s``;
 2. the model updates ``z_id`` with the prior factor of :func:`z_log_prior_odds` (this module
-   gives the compiled factor and a compiled sequential pass for factorising likelihoods);
+   gives the compiled factor and a compiled sequential pass for factorising likelihoods),
+   visiting dimensions in :func:`scan_order`;
 3. ``update_sticks``: ``pi_d ~ Beta(m_d, N - m_d + 1)`` for active dimensions; inactive ones
    are dropped;
 4. ``update_alpha``: ``alpha ~ Gamma(a + K+, b + H_N)``.
@@ -177,6 +178,17 @@ def extend(
         new.append(p)
         prev = p
     return keep, np.asarray(new, dtype=np.float64), float(s)
+
+
+def scan_order(pi: np.ndarray) -> np.ndarray:
+    """The order in which the z updates must visit the represented dimensions: decreasing stick.
+
+    The order of a Gibbs scan may depend on what the step conditions on (the sticks, the
+    slice) but not on ``Z`` itself. Visiting the active dimensions first and the new ones after
+    does depend on ``Z`` and biases ``K+`` (by +7% for ``N = 1``, +18% for ``N = 10``, in the
+    prior check); sorting by stick value does not.
+    """
+    return np.argsort(-pi, kind="stable")
 
 
 def update_sticks(rng: np.random.Generator, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,89 @@
+"""The IBP slice sampler against the IBP prior (SPEC section 7).
+
+With the likelihood switched off, ``K+ ~ Poisson(alpha H_N)`` and each row's number of active
+dimensions ``~ Poisson(alpha)``. Tolerances come from batch-means Monte Carlo standard errors.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from ibp_rflvm import model
+from ibp_rflvm.samplers import ibp
+
+
+def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
+    """Mean and its Monte Carlo standard error by batch means (robust to autocorrelation)."""
+    x = np.asarray(x, dtype=float)
+    usable = len(x) - len(x) % n_batches
+    means = x[:usable].reshape(n_batches, -1).mean(axis=1)
+    return float(x.mean()), float(means.std(ddof=1) / math.sqrt(n_batches))
+
+
+def _prior_chain(data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0):
+    """Run the real sweep with no information in the data.
+
+    ``data_cols = 0`` gives the collapsed-Gaussian kernels a constant likelihood (no columns);
+    ``data_cols = None`` uses ``use_likelihood=False`` and the factorised z pass.
+    """
+    rng = np.random.default_rng(seed)
+    use_lik = data_cols is not None
+    Y = np.zeros((n, data_cols if use_lik else 1))
+    data = model.Data.from_array(Y)
+    spec = model.ModelSpec(n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik)
+    state = model.init_state(rng, data, spec)
+    k_plus, row_counts = [], []
+    for _ in range(n_sweeps):
+        state, _ = model.sweep(rng, state, data, spec)
+        k_plus.append(state.k_plus)
+        row_counts.append(state.Z.sum(axis=1).mean())
+    return np.array(k_plus[200:]), np.array(row_counts[200:])
+
+
+@pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
+def test_ibp_prior_matches_poisson(data_cols):
+    n, alpha = 10, 2.0
+    k_plus, row_counts = _prior_chain(data_cols, 6000, n=n, alpha=alpha)
+    target = alpha * ibp.harmonic(n)  # 5.858
+    mean, se = batch_mean_se(k_plus)
+    assert abs(mean - target) < 4 * se, (mean, target, se)
+    # Poisson: variance equals the mean.
+    var_mean, var_se = batch_mean_se((k_plus - target) ** 2)
+    assert abs(var_mean - target) < 4 * var_se, (var_mean, target, var_se)
+    row_mean, row_se = batch_mean_se(row_counts)
+    assert abs(row_mean - alpha) < 4 * row_se, (row_mean, alpha, row_se)
+    # The mistake SPEC section 2 warns of gives 2.7; make sure the test could see it.
+    assert 4 * se < 1.0
+
+
+def _new_stick_cdf(alpha: float, n: int, upper: float):
+    dens = ibp._NewStickDensity(alpha, n)
+    grid = np.linspace(-25.0, math.log(upper) - 1e-12, 4001)
+    logp = np.array([dens.logp(t) for t in grid])
+    p = np.exp(logp - logp.max())
+    cdf = integrate.cumulative_trapezoid(p, grid, initial=0.0)
+    cdf /= cdf[-1]
+    return lambda t: np.interp(t, grid, cdf)
+
+
+@pytest.mark.parametrize(("alpha", "n", "upper"), [(2.0, 10, 1.0), (0.3, 500, 1.0), (5.0, 200, 0.01)])
+def test_new_stick_draws_are_exact(alpha, n, upper):
+    rng = np.random.default_rng(42)
+    draws = np.array([ibp.sample_new_stick(rng, alpha, n, upper) for _ in range(3000)])
+    assert np.all((draws > 0) & (draws < upper))
+    cdf = _new_stick_cdf(alpha, n, upper)
+    result = stats.kstest(np.log(draws), cdf)
+    assert result.pvalue > 1e-3, result
+
+
+def test_z_prior_odds_recompute_pi_star():
+    pi = np.array([0.9, 0.2, 0.05])
+    counts = np.array([5, 1, 0])
+    # Dimension 1 is a singleton with the smallest active stick: switching it off raises pi*.
+    odds = ibp.z_log_prior_odds(pi, counts, 1, 1)
+    assert odds == pytest.approx(math.log(0.2 / 0.8) - math.log(0.2) + math.log(0.9))
+    # Switching on dimension 2 (inactive, smaller stick) lowers pi* to its own stick.
+    odds = ibp.z_log_prior_odds(pi, counts, 2, 0)
+    assert odds == pytest.approx(math.log(0.05 / 0.95) - math.log(0.05) + math.log(0.2))
