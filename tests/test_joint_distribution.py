@@ -1,0 +1,74 @@
+"""Joint-distribution ("getting it right", Geweke 2004) test of the whole Gaussian sweep.
+
+Alternate ``Y ~ p(Y | theta)`` and one sweep ``theta ~ T(theta | Y)``. If every step leaves the
+posterior invariant, ``theta`` is distributed as the prior, so test functions with known prior
+expectations must match within their Monte Carlo error (batch means).
+"""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy import special, stats
+
+from ibp_rflvm import model
+from ibp_rflvm.samplers import ibp
+
+from .test_ibp import batch_mean_se
+
+N, J, M = 5, 2, 3
+P_W_INSIDE = float(stats.t(df=3).cdf(math.sqrt(1.5)) - stats.t(df=3).cdf(-math.sqrt(1.5)))
+
+
+def _successive_conditional(spec, n_sweeps, seed=0):
+    rng = np.random.default_rng(seed)
+    Y = rng.standard_normal((N, J))
+    Y[0, 1] = np.nan  # one unobserved entry exercises the data augmentation
+    data = model.Data.from_array(Y)
+    state = model.init_state(rng, data, spec)
+    out = {k: [] for k in ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in")}
+    for _ in range(n_sweeps):
+        Phi = state.phi(spec.bias)
+        fresh = Phi @ state.beta + np.sqrt(state.sigma2) * rng.standard_normal((N, J))
+        Y_new = np.where(data.observed, fresh, np.nan)
+        data = model.Data.from_array(Y_new)
+        state = replace(state, Y=np.where(data.observed, fresh, state.Y))
+        state, _ = model.sweep(rng, state, data, spec)
+        out["alpha"].append(state.alpha)
+        out["eta"].append(state.eta)
+        out["k_plus"].append(state.k_plus)
+        out["x2"].append(np.sum(state.X**2 - 1.0))
+        out["logsig"].append(np.mean(np.log(state.sigma2)))
+        out["beta2"].append(np.sum(state.beta**2 / state.sigma2 - 1.0))
+        out["w_in"].append(np.sum((np.abs(state.W) < 1.0) - P_W_INSIDE))
+    return {k: np.asarray(v[500:], dtype=float) for k, v in out.items()}
+
+
+def _expected(spec):
+    a0, b0 = spec.gaussian_prior.a0, spec.gaussian_prior.b0
+    exp = {
+        "eta": spec.eta_prior[0] / spec.eta_prior[1],
+        "x2": 0.0,
+        "logsig": math.log(b0) - special.digamma(a0),
+        "beta2": 0.0,
+        "w_in": 0.0,
+    }
+    if spec.ibp:
+        mean_alpha = spec.alpha_prior[0] / spec.alpha_prior[1]
+        exp["alpha"] = mean_alpha
+        exp["k_plus"] = mean_alpha * ibp.harmonic(N)
+    return exp
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ibp_on", [True, False], ids=["ibp-rflvm", "dense-rflvm"])
+def test_gaussian_sweep_gets_it_right(ibp_on):
+    spec = model.ModelSpec(n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0))
+    draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
+    failures = []
+    for name, target in _expected(spec).items():
+        mean, se = batch_mean_se(draws[name])
+        if abs(mean - target) > 4.0 * se:
+            failures.append(f"{name}: chain {mean:.4f} prior {target:.4f} (MCSE {se:.4f})")
+    assert not failures, failures
