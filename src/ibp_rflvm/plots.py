@@ -1,0 +1,78 @@
+"""Figures: latent-space heat maps (the paper's Figures 1-2) and trace plots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def latent_heatmaps(
+    latents: Sequence[np.ndarray],
+    titles: Sequence[str],
+    labels: np.ndarray,
+    path: str | Path,
+    label_names: Sequence[str] | None = None,
+    suptitle: str | None = None,
+) -> Path:
+    """One heat map per latent matrix (rows = observations sorted by label, columns = dimensions).
+
+    A horizontal line marks each change of label, so class structure in the latent space is
+    visible at a glance. Zeros (the IBP's inactive entries) show as the neutral colour.
+    """
+    labels = np.asarray(labels)
+    order = np.argsort(labels, kind="stable")
+    sorted_labels = labels[order]
+    boundaries = np.flatnonzero(np.diff(sorted_labels)) + 0.5
+    fig, axes = plt.subplots(1, len(latents), figsize=(2.2 * len(latents) + 1.0, 5.0), squeeze=False)
+    for ax, H, title in zip(axes[0], latents, titles, strict=True):
+        H = np.asarray(H)[order]
+        lim = float(np.nanmax(np.abs(H))) if H.size else 1.0
+        if H.shape[1] == 0:
+            H = np.zeros((H.shape[0], 1))
+        im = ax.imshow(H, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
+        for b in boundaries:
+            ax.axhline(b, color="k", lw=1.0)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("latent dimension")
+        ax.set_xticks(range(H.shape[1]))
+        ax.set_xticklabels([str(k + 1) for k in range(H.shape[1])], fontsize=7)
+        fig.colorbar(im, ax=ax, fraction=0.08, pad=0.02)
+    axes[0, 0].set_ylabel("observation (sorted by label)")
+    if label_names is not None and len(boundaries):
+        edges = np.concatenate([[0], boundaries + 0.5, [len(labels)]])
+        mids = 0.5 * (edges[:-1] + edges[1:])
+        names = [label_names[int(v)] if int(v) < len(label_names) else str(v) for v in np.unique(sorted_labels)]
+        axes[0, 0].set_yticks(mids)
+        axes[0, 0].set_yticklabels(names, fontsize=7, rotation=90, va="center")
+    if suptitle:
+        fig.suptitle(suptitle)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def trace_plot(traces: dict[str, np.ndarray], path: str | Path, ylabel: str, burn_in: int | None = None) -> Path:
+    """Per-sweep traces (e.g. ``K+`` of several chains or models) on one axis."""
+    fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    for name, values in traces.items():
+        ax.step(np.arange(1, len(values) + 1), values, where="mid", label=name)
+    if burn_in:
+        ax.axvline(burn_in + 0.5, color="grey", ls="--", lw=1.0, label="end of burn-in")
+    ax.set_xlabel("sweep")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
