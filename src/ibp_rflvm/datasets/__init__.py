@@ -1,6 +1,18 @@
 """Data sets: hold-out masks, synthetic generators and (in loaders) the paper's data files."""
 
 from .holdout import holdout_mask
+from .loaders import DATASET_NAMES, Dataset, available_datasets, cache_dir, fetch, load
 from .synthetic import cambridge_shapes, make_cambridge, make_linear_cambridge
 
-__all__ = ["cambridge_shapes", "holdout_mask", "make_cambridge", "make_linear_cambridge"]
+__all__ = [
+    "DATASET_NAMES",
+    "Dataset",
+    "available_datasets",
+    "cache_dir",
+    "cambridge_shapes",
+    "fetch",
+    "holdout_mask",
+    "load",
+    "make_cambridge",
+    "make_linear_cambridge",
+]

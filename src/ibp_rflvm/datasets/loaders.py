@@ -829,6 +829,7 @@ def _load_congress(files: list[Path]) -> Dataset:
     order = np.lexsort((names, rank))
     Y = counts.iloc[:, 1:].to_numpy(dtype=np.float64)[order]
     n_by_party = {p: int((party == p).sum()) for p in _PARTY_ORDER}
+    independents = ", ".join(sorted(names[party == "I"])) or "none"
     return Dataset(
         name="congress",
         data=Y,
@@ -839,7 +840,7 @@ def _load_congress(files: list[Path]) -> Dataset:
         description=(
             "congress109 phrase counts (Gentzkow & Shapiro 2010, as in github.com/jgscott/STA380): "
             "529 members x 1000 phrases, raw counts. Rows sorted by party - Democrats "
-            f"({n_by_party['D']}), then Independents ({n_by_party['I']}: Jeffords, Sanders), then "
+            f"({n_by_party['D']}), then Independents ({n_by_party['I']}: {independents}), then "
             f"Republicans ({n_by_party['R']}) - and by name within a party. Labels: 0 D, 1 I, 2 R. "
             "The paper's caption says the first 285 rows are Democrats, but the file has 242 D and "
             "285 R; its plot most likely had the Republicans first."
