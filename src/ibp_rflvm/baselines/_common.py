@@ -61,6 +61,18 @@ def heldout_for(Y_heldout, shape: tuple[int, int], counts: bool) -> tuple[np.nda
     return rows, cols, vals
 
 
+def dirichlet_rows(rng: np.random.Generator, conc: np.ndarray) -> np.ndarray:
+    """Independent Dirichlet draws, one per row of `conc`, by normalised gamma variates."""
+    g = rng.standard_gamma(conc)
+    s = g.sum(axis=1, keepdims=True)
+    # Only when every variate underflows (tiny concentrations, few columns): fall back to uniform.
+    bad = ~(s[:, 0] > 0.0)
+    if bad.any():
+        g[bad] = 1.0
+        s[bad] = conc.shape[1]
+    return g / s
+
+
 class CountScoresMixin:
     """Held-out metrics for count models (SPEC section 3).
 

@@ -1,0 +1,7 @@
+"""The paper's baselines behind the same estimator interface and metrics as the RFLVMs."""
+
+from .gplvm import BayesianGPLVM
+from .lda import LDA
+from .pfa import PoissonFactorAnalysis
+
+__all__ = ["LDA", "BayesianGPLVM", "PoissonFactorAnalysis"]
