@@ -43,7 +43,9 @@ def synthetic(n: int, j: int, seed: int = 0, k: int = 3, m: int = 30) -> np.ndar
     return (Y - Y.mean(axis=0)) / Y.std(axis=0)
 
 
-def time_sweeps(Y: np.ndarray, ibp_on: bool, n_sweeps: int, seed: int = 0, n_dims: int = 2) -> tuple[float, int]:
+def time_sweeps(
+    Y: np.ndarray, ibp_on: bool, n_sweeps: int, seed: int = 0, n_dims: int = 2
+) -> tuple[float, int]:
     rng = np.random.default_rng(seed)
     Y = Y.copy()
     Y[rng.random(Y.shape) < 0.2] = np.nan  # the evaluation protocol's 20% hold-out
@@ -72,7 +74,10 @@ def main() -> None:
         ("synthetic N=1,000 x 50", synthetic(1000, 50), reps),
         ("synthetic N=10,000 x 50", synthetic(10000, 50), max(2, reps // 3)),
     ]
-    print(f"python {platform.python_version()}, {platform.machine()}, M = 50 frequencies, 20% entries unobserved")
+    print(
+        f"python {platform.python_version()}, {platform.machine()}, M = 50 frequencies, "
+        "20% entries unobserved"
+    )
     print(f"{'data':<45} {'model':<10} {'s/sweep':>9} {'K+':>4}")
     results = {}
     for name, Y, n in cases:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ibp_rflvm import RFLVM, IBPRFLVM, holdout_mask
+from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
 from ibp_rflvm.evaluation.metrics import gaussian_logpdf
 

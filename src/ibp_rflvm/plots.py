@@ -47,7 +47,9 @@ def latent_heatmaps(
     if label_names is not None and len(boundaries):
         edges = np.concatenate([[0], boundaries + 0.5, [len(labels)]])
         mids = 0.5 * (edges[:-1] + edges[1:])
-        names = [label_names[int(v)] if int(v) < len(label_names) else str(v) for v in np.unique(sorted_labels)]
+        names = [
+            label_names[int(v)] if int(v) < len(label_names) else str(v) for v in np.unique(sorted_labels)
+        ]
         axes[0, 0].set_yticks(mids)
         axes[0, 0].set_yticklabels(names, fontsize=7, rotation=90, va="center")
     if suptitle:
@@ -60,7 +62,9 @@ def latent_heatmaps(
     return path
 
 
-def trace_plot(traces: dict[str, np.ndarray], path: str | Path, ylabel: str, burn_in: int | None = None) -> Path:
+def trace_plot(
+    traces: dict[str, np.ndarray], path: str | Path, ylabel: str, burn_in: int | None = None
+) -> Path:
     """Per-sweep traces (e.g. ``K+`` of several chains or models) on one axis."""
     fig, ax = plt.subplots(figsize=(6.0, 3.2))
     for name, values in traces.items():

@@ -341,7 +341,6 @@ def mh_frequencies(
     const = prior.constant(N, Y.shape[1])
     A, P, Q, yy = cache.A, cache.P, cache.Q, cache.yy
     G = Phi.T @ Phi
-    L = G.shape[0]
     chols = np.array([np.linalg.cholesky(Sg) if K else np.zeros((0, 0)) for Sg in Sigma])
     eye2 = np.eye(2)
     accepted = 0
@@ -360,15 +359,16 @@ def mh_frequencies(
         D_II = D[I]
         delta = (c_new - c_old).T @ Y
         AD = A @ D
+        A_II = A[np.ix_(I, I)]
         AU = np.hstack([A[:, I], AD])
-        UtAU = np.block([[A[np.ix_(I, I)], AD[I]], [AD[I].T, D.T @ AD]])
+        UtAU = np.block([[A_II, AD[I]], [AD[I].T, D.T @ AD]])
         Mw = np.block([[np.zeros((2, 2)), eye2], [eye2, D_II]]) + UtAU
         sign, logdet_mw = np.linalg.slogdet(Mw)
         if sign <= 0:  # round-off on a near-singular update; treat as a rejection
             continue
         logdet_new = cache.state[0] + logdet_mw
         PI = P[I]
-        t1 = Q + 2.0 * np.einsum("rj,rj->j", delta, PI) + np.einsum("rj,rs,sj->j", delta, A[np.ix_(I, I)], delta)
+        t1 = Q + 2.0 * np.einsum("rj,rj->j", delta, PI) + np.einsum("rj,rs,sj->j", delta, A_II, delta)
         wv = np.vstack([PI, D.T @ P]) + AU[I].T @ delta
         sol = np.linalg.solve(Mw, wv)
         Qn = t1 - np.einsum("rj,rj->j", wv, sol)
