@@ -12,12 +12,11 @@ from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
 from ._validation import as_data_matrix, check_random_state
-from .evaluation.metrics import LOG_2PI, heldout_entries, lpd_from_samples
+from .evaluation.metrics import heldout_entries, lpd_from_samples
+from .evaluation.metrics import perplexity as perplexity_metric
 from .features import feature_map
-from .likelihoods.gaussian import GaussianPrior
+from .likelihoods import make_likelihood
 from .model import ChainState, Data, ModelSpec, init_state, sweep
-
-LIKELIHOODS = ("gaussian",)
 
 
 class _RFLVMBase(BaseEstimator):
@@ -29,8 +28,9 @@ class _RFLVMBase(BaseEstimator):
         raise NotImplementedError
 
     def _spec(self) -> ModelSpec:
-        if self.likelihood not in LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {LIKELIHOODS}; got {self.likelihood!r}")
+        if not isinstance(self.likelihood, str):
+            raise ValueError(f"likelihood must be a name such as 'gaussian'; got {self.likelihood!r}")
+        lik = make_likelihood(self.likelihood, **dict(self.likelihood_params or {}))
         for name in ("n_frequencies", "n_iter"):
             value = getattr(self, name)
             if not isinstance(value, (int, np.integer)) or value < 1:
@@ -42,11 +42,11 @@ class _RFLVMBase(BaseEstimator):
             n_frequencies=int(self.n_frequencies),
             ibp=self._ibp,
             n_dims=int(n_dims),
-            bias=bool(self.bias) if self.bias is not None else False,
+            bias=lik.default_bias if self.bias is None else bool(self.bias),
             alpha_prior=tuple(self.alpha_prior) if self._ibp else (1.0, 1.0),
             eta_prior=tuple(self.eta_prior),
             lam0=float(self.lam0),
-            gaussian_prior=GaussianPrior(float(self.a0), float(self.b0)),
+            likelihood=lik,
         )
 
     def _burn_in(self) -> int:
@@ -66,9 +66,11 @@ class _RFLVMBase(BaseEstimator):
     def _fit(self, Y):
         Yv = as_data_matrix(Y)
         spec = self._spec()
+        lik = spec.likelihood
+        lik.validate(Yv)
         burn = self._burn_in()
         rng = check_random_state(self.random_state)
-        data = Data.from_array(Yv)
+        data = Data.from_array(Yv, lik)
         state = init_state(rng, data, spec)
         n_active, loglik, alphas, etas, n_comp = [], [], [], [], []
         self._samples: list[dict] = []
@@ -83,16 +85,15 @@ class _RFLVMBase(BaseEstimator):
             n_comp.append(info["n_components"])
             if t >= burn:
                 Phi = state.phi(spec.bias)
-                recon += Phi @ state.beta
-                self._samples.append(
-                    {"H": state.H, "W": state.W, "beta": state.beta, "sigma2": state.sigma2}
-                )
+                recon += lik.mean(Phi @ state.params["beta"], state.params)
+                self._samples.append({"H": state.H, "W": state.W, "params": state.params})
             if progress is not None:
                 progress.set_postfix(k_plus=info["k_plus"], refresh=False)
                 progress.update(1)
         if progress is not None:
             progress.close()
         self.spec_ = spec
+        self._data = data
         self.state_: ChainState = state
         self.n_features_in_ = Yv.shape[1]
         self.n_samples_fit_ = Yv.shape[0]
@@ -119,21 +120,42 @@ class _RFLVMBase(BaseEstimator):
         self._check_fitted()
         return self.reconstruction_.copy()
 
-    def pointwise_log_predictive(self, Y_heldout) -> np.ndarray:
-        """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the non-NaN held-out entries."""
+    def _heldout(self, Y_heldout):
         self._check_fitted()
         Yh = np.asarray(Y_heldout, dtype=np.float64)
         expected = (self.n_samples_fit_, self.n_features_in_)
         if Yh.shape != expected:
             raise ValueError(f"Y_heldout must have the training shape {expected}; got {Yh.shape}")
         rows, cols, vals = heldout_entries(Yh)
-        out = np.empty((len(self._samples), rows.size))
+        if self.spec_.likelihood.kind == "counts":
+            self.spec_.likelihood.validate(np.where(np.isnan(Yh), 0.0, Yh))
+        unique_rows, row_pos = np.unique(rows, return_inverse=True)
+        return unique_rows, row_pos, cols, vals
+
+    def _sample_psi(self, smp: dict, unique_rows: np.ndarray) -> np.ndarray:
+        Phi = feature_map(smp["H"][unique_rows], smp["W"], self.spec_.bias)
+        return Phi @ smp["params"]["beta"]
+
+    def pointwise_log_predictive(self, Y_heldout) -> np.ndarray:
+        """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the non-NaN held-out entries."""
+        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout)
+        lik = self.spec_.likelihood
+        out = np.empty((len(self._samples), vals.size))
         for s, smp in enumerate(self._samples):
-            Phi_r = feature_map(smp["H"][rows], smp["W"], self.spec_.bias)
-            mean = np.einsum("tl,lt->t", Phi_r, smp["beta"][:, cols])
-            var = smp["sigma2"][cols]
-            out[s] = -0.5 * (LOG_2PI + np.log(var) + (vals - mean) ** 2 / var)
+            psi_u = self._sample_psi(smp, unique_rows)
+            out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], self._data.prep)
         return out
+
+    def perplexity(self, Y_heldout) -> float:
+        """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
+        each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3)."""
+        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout)
+        lik = self.spec_.likelihood
+        p = np.zeros(vals.size)
+        for smp in self._samples:
+            mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"])
+            p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
+        return perplexity_metric(vals, p / len(self._samples))
 
     def log_predictive_density(self, Y_heldout) -> float:
         """Held-out LPD: sum over non-NaN entries of ``log (1/S) sum_s p(y_ij | theta_s)``."""
@@ -166,7 +188,8 @@ class IBPRFLVM(_RFLVMBase):
 
     Parameters
     ----------
-    likelihood : observation model; ``"gaussian"`` (collapsed).
+    likelihood : observation model, a name from ``ibp_rflvm.likelihoods.REGISTRY``
+        (``"gaussian"`` is the collapsed Gaussian).
     n_frequencies : number ``M`` of random Fourier frequencies (``2M`` features).
     n_iter : MCMC sweeps.
     burn_in : sweeps discarded before samples are kept; default ``n_iter // 2``.
@@ -175,8 +198,9 @@ class IBPRFLVM(_RFLVMBase):
     alpha_prior : ``(shape, rate)`` of the Gamma prior on the IBP concentration.
     eta_prior : ``(shape, rate)`` of the Gamma prior on the DP concentration.
     lam0 : NIW mean-precision scale of the frequency mixture.
-    a0, b0 : inverse-gamma prior on the Gaussian noise variances.
-    bias : add a constant feature; default off for the Gaussian likelihood.
+    likelihood_params : hyperparameters of the likelihood, e.g. ``{"a0": 1.0, "b0": 1.0}`` for
+        the Gaussian's inverse-gamma prior on the noise variances.
+    bias : add a constant feature; default: the likelihood's choice (off for the Gaussian).
     verbose : show a progress bar.
     """
 
@@ -193,8 +217,7 @@ class IBPRFLVM(_RFLVMBase):
         alpha_prior: tuple[float, float] = (1.0, 1.0),
         eta_prior: tuple[float, float] = (1.0, 1.0),
         lam0: float = 1.0,
-        a0: float = 1.0,
-        b0: float = 1.0,
+        likelihood_params: dict | None = None,
         bias: bool | None = None,
         verbose: bool = False,
     ):
@@ -207,8 +230,7 @@ class IBPRFLVM(_RFLVMBase):
         self.alpha_prior = alpha_prior
         self.eta_prior = eta_prior
         self.lam0 = lam0
-        self.a0 = a0
-        self.b0 = b0
+        self.likelihood_params = likelihood_params
         self.bias = bias
         self.verbose = verbose
 
@@ -235,8 +257,7 @@ class RFLVM(_RFLVMBase):
         random_state=None,
         eta_prior: tuple[float, float] = (1.0, 1.0),
         lam0: float = 1.0,
-        a0: float = 1.0,
-        b0: float = 1.0,
+        likelihood_params: dict | None = None,
         bias: bool | None = None,
         verbose: bool = False,
     ):
@@ -248,8 +269,7 @@ class RFLVM(_RFLVMBase):
         self.random_state = random_state
         self.eta_prior = eta_prior
         self.lam0 = lam0
-        self.a0 = a0
-        self.b0 = b0
+        self.likelihood_params = likelihood_params
         self.bias = bias
         self.verbose = verbose
 

@@ -15,7 +15,8 @@ import numpy as np
 
 from .features import feature_map
 from .likelihoods import gaussian
-from .samplers import dp_mixture, ibp
+from .likelihoods.base import Prepared
+from .samplers import dp_mixture, factorised, ibp
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,12 @@ class ModelSpec:
     fixed_alpha: float | None = None
     eta_prior: tuple[float, float] = (1.0, 1.0)
     lam0: float = 1.0
-    gaussian_prior: gaussian.GaussianPrior = field(default_factory=gaussian.GaussianPrior)
+    likelihood: object = field(default_factory=gaussian.GaussianLikelihood)
     use_likelihood: bool = True
+
+    @property
+    def gaussian_prior(self) -> gaussian.GaussianPrior:
+        return self.likelihood.prior
 
 
 @dataclass(frozen=True)
@@ -46,16 +51,27 @@ class Data:
     Y: np.ndarray
     observed: np.ndarray
     missing: tuple[np.ndarray, np.ndarray]
+    prep: Prepared | None = None
 
     @classmethod
-    def from_array(cls, Y: np.ndarray) -> Data:
+    def from_array(cls, Y: np.ndarray, likelihood=None) -> Data:
+        """`likelihood` precomputes its constants once (not needed for the collapsed Gaussian)."""
         observed = ~np.isnan(Y)
-        return cls(Y=Y, observed=observed, missing=np.nonzero(~observed))
+        prep = None
+        if likelihood is not None and not likelihood.collapsed:
+            prep = likelihood.prepare(Y)
+        return cls(Y=Y, observed=observed, missing=np.nonzero(~observed), prep=prep)
 
 
 @dataclass(frozen=True)
 class ChainState:
-    """One state of the chain. ``Y`` is the completed data (observed entries plus imputations)."""
+    """One state of the chain.
+
+    ``params`` holds the likelihood's variables (``beta`` always; ``sigma2`` for the Gaussian,
+    dispersions and the like for count models). ``Y`` is the completed data (observed entries
+    plus imputations) for the collapsed Gaussian, and ``None`` for the other likelihoods, whose
+    unobserved entries are simply left out of every sum.
+    """
 
     X: np.ndarray
     Z: np.ndarray
@@ -66,9 +82,8 @@ class ChainState:
     mu: np.ndarray
     Sigma: np.ndarray
     eta: float
-    Y: np.ndarray
-    beta: np.ndarray
-    sigma2: np.ndarray
+    Y: np.ndarray | None
+    params: dict
     loglik: float
     sweep: int = 0
 
@@ -97,7 +112,7 @@ class _Work:
     mu: np.ndarray
     Sigma: np.ndarray
     eta: float
-    Y: np.ndarray
+    Y: np.ndarray | None
 
 
 def _pca_init(Y: np.ndarray, k: int) -> np.ndarray:
@@ -117,7 +132,8 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
     K = spec.n_dims
     col_mean = np.nanmean(data.Y, axis=0)
     Y0 = np.where(data.observed, data.Y, col_mean)
-    X = _pca_init(Y0, K)
+    # PCA of the mean-filled data is only a starting point; counts enter it as square roots.
+    X = _pca_init(Y0 if spec.likelihood.collapsed else np.sqrt(np.maximum(Y0, 0.0)), K)
     Z = np.ones((N, K), dtype=np.int8)
     if spec.ibp:
         _, pi = ibp.update_sticks(rng, Z)
@@ -128,10 +144,22 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
     zeta = np.zeros(spec.n_frequencies, dtype=np.int64)
     mu, Sigma = dp_mixture.sample_components(rng, W, zeta, spec.lam0)
     Phi = feature_map(X * Z, W, spec.bias)
-    cache = gaussian.build_cache(Phi, Y0, spec.gaussian_prior)
-    Y1, beta, sigma2 = gaussian.impute(rng, Phi, Y0, data.missing, cache, spec.gaussian_prior)
-    ll = gaussian.observed_loglik(Phi, Y1, data.observed, beta, sigma2)
-    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y1, beta, sigma2, ll, 0)
+    lik = spec.likelihood
+    if lik.collapsed:
+        cache = gaussian.build_cache(Phi, Y0, lik.prior)
+        Y1, beta, sigma2 = gaussian.impute(rng, Phi, Y0, data.missing, cache, lik.prior)
+        ll = gaussian.observed_loglik(Phi, Y1, data.observed, beta, sigma2)
+        params = {"beta": beta, "sigma2": sigma2}
+    else:
+        Y1 = None
+        params = lik.init_params(rng, Phi, data.prep)
+        ll = _factorised_loglik(lik, Phi, params, data.prep)
+    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y1, params, ll, 0)
+
+
+def _factorised_loglik(lik, Phi: np.ndarray, params: dict, prep: Prepared) -> float:
+    ll = lik.loglik_rows(Phi @ params["beta"], np.arange(Phi.shape[0]), params, prep)
+    return float(np.sum(ll, dtype=np.float64))
 
 
 def _resize(rng: np.random.Generator, w: _Work, keep: np.ndarray, n_new: int, lam0: float) -> None:
@@ -151,7 +179,7 @@ def _resize(rng: np.random.Generator, w: _Work, keep: np.ndarray, n_new: int, la
 
 def _kernel_args(w: _Work, spec: ModelSpec, Phi: np.ndarray, cache: gaussian.Cache):
     N = Phi.shape[0]
-    gp = spec.gaussian_prior
+    gp = spec.likelihood.prior
     return (
         w.X, w.Z, w.W, spec.bias, Phi, w.Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
         gp.a0 + 0.5 * N, gp.b0, gp.constant(N, w.Y.shape[1]),
@@ -164,11 +192,15 @@ def sweep(
     """One MCMC sweep: IBP, X, W, DP mixture, then the likelihood's own variables."""
     w = _Work(
         state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
-        state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta, state.Y.copy(),
+        state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta,
+        None if state.Y is None else state.Y.copy(),
     )  # fmt: skip
-    gp = spec.gaussian_prior
+    lik = spec.likelihood
+    collapsed = lik.collapsed
+    params = state.params
     info: dict = {}
     N = w.X.shape[0]
+    fs = None
 
     if spec.ibp:
         keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
@@ -178,31 +210,28 @@ def sweep(
         _resize(rng, w, order, 0, spec.lam0)
         w.pi = w.pi[order]
         counts = w.Z.sum(axis=0).astype(np.int64)
-        if spec.use_likelihood:
-            Phi = feature_map(w.X * w.Z, w.W, spec.bias)
-            cache = gaussian.build_cache(Phi, w.Y, gp)
-            info["z_flips"] = gaussian.gibbs_z_rows(rng, *_kernel_args(w, spec, Phi, cache), w.pi, counts)
-        else:
+        if not spec.use_likelihood:
             zero = np.zeros(N)
             for d in range(w.Z.shape[1]):
                 ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts)
+        elif collapsed:
+            Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+            cache = gaussian.build_cache(Phi, w.Y, lik.prior)
+            info["z_flips"] = gaussian.gibbs_z_rows(rng, *_kernel_args(w, spec, Phi, cache), w.pi, counts)
+        else:
+            fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
+            info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs)
         keep, w.pi = ibp.update_sticks(rng, w.Z)
         _resize(rng, w, keep, 0, spec.lam0)
+        if fs is not None:
+            fs.Phi = np.ascontiguousarray(fs.Phi)  # dropped dimensions were inactive: Phi unchanged
         if spec.fixed_alpha is None:
             a, b = spec.alpha_prior
             w.alpha = ibp.update_alpha(rng, w.Z.shape[1], N, a, b)
         info["slice"] = s
         info["new_dims"] = int(new_pi.size)
 
-    if spec.use_likelihood:
-        Phi = feature_map(w.X * w.Z, w.W, spec.bias)
-        cache = gaussian.build_cache(Phi, w.Y, gp)
-        info["x_evals"] = gaussian.ess_rows(rng, *_kernel_args(w, spec, Phi, cache))
-        cache = gaussian.build_cache(Phi, w.Y, gp)
-        info["w_accepted"] = gaussian.mh_frequencies(
-            rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, Phi, w.Y, cache, gp
-        )
-    else:
+    if not spec.use_likelihood:
         # No likelihood: ESS accepts its first proposal and MH always accepts the prior draw.
         theta = rng.random(N) * 2.0 * math.pi
         nu = rng.standard_normal(w.X.shape)
@@ -211,20 +240,38 @@ def sweep(
             e = rng.standard_normal(w.W.shape)
             chol = np.array([np.linalg.cholesky(S) for S in w.Sigma])
             w.W = w.mu[w.zeta] + np.einsum("mab,mb->ma", chol[w.zeta], e)
+    elif collapsed:
+        Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+        cache = gaussian.build_cache(Phi, w.Y, lik.prior)
+        info["x_evals"] = gaussian.ess_rows(rng, *_kernel_args(w, spec, Phi, cache))
+        cache = gaussian.build_cache(Phi, w.Y, lik.prior)
+        info["w_accepted"] = gaussian.mh_frequencies(
+            rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, Phi, w.Y, cache, lik.prior
+        )
+    else:
+        if fs is None:
+            fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
+        w.X, info["x_evals"] = factorised.update_x(rng, w.X, w.Z, w.W, fs)
+        info["w_accepted"] = factorised.update_w(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, fs)
 
     w.zeta, w.mu, w.Sigma, w.eta = dp_mixture.dp_step(
         rng, w.W, w.zeta, w.eta, spec.lam0, *spec.eta_prior
     )
 
-    Phi = feature_map(w.X * w.Z, w.W, spec.bias)
-    if spec.use_likelihood:
-        cache = gaussian.build_cache(Phi, w.Y, gp)
-        Ynew, beta, sigma2 = gaussian.impute(rng, Phi, w.Y, data.missing, cache, gp)
+    Ynew = w.Y
+    if not spec.use_likelihood:
+        ll = 0.0
+    elif collapsed:
+        Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+        cache = gaussian.build_cache(Phi, w.Y, lik.prior)
+        Ynew, beta, sigma2 = gaussian.impute(rng, Phi, w.Y, data.missing, cache, lik.prior)
         ll = gaussian.observed_loglik(Phi, Ynew, data.observed, beta, sigma2)
+        params = {"beta": beta, "sigma2": sigma2}
     else:
-        Ynew, beta, sigma2, ll = w.Y, state.beta, state.sigma2, 0.0
+        params = lik.update_params(rng, fs.Phi, params, data.prep)
+        ll = _factorised_loglik(lik, fs.Phi, params, data.prep)
     new = ChainState(
-        w.X, w.Z, w.pi, float(w.alpha), w.W, w.zeta, w.mu, w.Sigma, float(w.eta), Ynew, beta, sigma2,
+        w.X, w.Z, w.pi, float(w.alpha), w.W, w.zeta, w.mu, w.Sigma, float(w.eta), Ynew, params,
         float(ll), state.sweep + 1,
     )  # fmt: skip
     info["k_plus"] = new.k_plus

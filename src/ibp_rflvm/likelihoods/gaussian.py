@@ -434,3 +434,31 @@ def observed_loglik(
     mean = Phi @ beta
     ll = -0.5 * (LOG_2PI + np.log(sigma2) + (Y - mean) ** 2 / sigma2)
     return float(np.sum(ll[observed], dtype=np.float64))
+
+
+# --------------------------------------------------------------------------------------------
+# The plug-in
+# --------------------------------------------------------------------------------------------
+
+
+class GaussianLikelihood:
+    """Collapsed Gaussian observation model; its X, Z and W updates are the kernels above."""
+
+    name = "gaussian"
+    collapsed = True
+    default_bias = False
+    kind = "real"
+
+    def __init__(self, a0: float = 1.0, b0: float = 1.0):
+        self.prior = GaussianPrior(float(a0), float(b0))
+
+    def validate(self, Y: np.ndarray) -> None:
+        """Any finite real value is admissible (checked already by the generic validation)."""
+
+    def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None) -> np.ndarray:
+        var = params["sigma2"][cols]
+        mean = psi_u[row_pos, cols]
+        return -0.5 * (LOG_2PI + np.log(var) + (y - mean) ** 2 / var)
+
+    def mean(self, psi: np.ndarray, params: dict) -> np.ndarray:
+        return psi

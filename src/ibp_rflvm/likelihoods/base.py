@@ -1,0 +1,84 @@
+"""The interface every observation model implements.
+
+A likelihood is a plug-in: the IBP, ESS, MH and DP-mixture code never looks inside one. Models
+whose likelihood factorises over rows given the weights (everything but the collapsed
+Gaussian) only need:
+
+* ``prepare`` — per-data constants computed once (``log c(y)``, row totals, masks), never inside
+  a proposal;
+* ``loglik_rows`` — the log-likelihood of each row's observed entries given ``psi = Phi beta``;
+* ``init_params`` / ``update_params`` — the weights ``beta`` and any other variables
+  (dispersions, Polya-gamma variables), updated once per sweep given ``Phi``;
+* ``logpdf_entries`` and ``mean`` — the held-out density of single entries and the predicted
+  mean, for the metrics.
+
+Unobserved entries never enter any sum: every method works from the observed mask in ``prep``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Data-dependent constants shared by every evaluation of one likelihood on one data set.
+
+    ``Y0`` is the data with unobserved entries set to 0 and ``observed`` the mask; the zeros in
+    ``Y0`` are never read where ``observed`` is false. ``extra`` holds likelihood-specific
+    arrays (for example ``log c(y)`` per row).
+    """
+
+    Y0: np.ndarray
+    observed: np.ndarray
+    extra: dict
+
+
+class Likelihood(ABC):
+    """Base class of the observation models."""
+
+    name: str = ""
+    #: True only for the collapsed Gaussian, whose rows are coupled; it has its own kernels.
+    collapsed: bool = False
+    #: Whether a constant feature is added to ``Phi`` unless the user says otherwise.
+    default_bias: bool = True
+    #: "real" or "counts": what kind of data the model is for (reports and metrics).
+    kind: str = "counts"
+
+    @abstractmethod
+    def validate(self, Y: np.ndarray) -> None:
+        """Raise ValueError naming the problem when observed entries are impossible here."""
+
+    def prepare(self, Y: np.ndarray) -> Prepared:
+        observed = ~np.isnan(Y)
+        return Prepared(Y0=np.where(observed, Y, 0.0), observed=observed, extra=self._extra(Y, observed))
+
+    def _extra(self, Y: np.ndarray, observed: np.ndarray) -> dict:
+        return {}
+
+    @abstractmethod
+    def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
+        """Starting values of ``beta`` (``L x J``) and the likelihood's own variables."""
+
+    @abstractmethod
+    def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
+        """Log-likelihood of each row's observed entries; `psi` holds the rows `rows` (all ``J`` columns)."""
+
+    @abstractmethod
+    def update_params(
+        self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared
+    ) -> dict:
+        """One Gibbs/MCMC update of ``beta`` and the other likelihood variables given ``Phi``."""
+
+    @abstractmethod
+    def logpdf_entries(
+        self, y: np.ndarray, psi: np.ndarray, params: dict, rows: np.ndarray, cols: np.ndarray, prep: Prepared
+    ) -> np.ndarray:
+        """Log density of single held-out entries ``y`` with linear predictors ``psi``."""
+
+    @abstractmethod
+    def mean(self, psi: np.ndarray, params: dict) -> np.ndarray:
+        """Predicted mean of each entry (``psi`` is ``n x J``), the quantity perplexity uses."""
