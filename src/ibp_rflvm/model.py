@@ -245,7 +245,7 @@ def sweep(
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
         info["x_evals"] = gaussian.ess_rows(rng, *_kernel_args(w, spec, Phi, cache))
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
-        info["w_accepted"] = gaussian.mh_frequencies(
+        info["w_accepted"], _ = gaussian.mh_frequencies(
             rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, Phi, w.Y, cache, lik.prior
         )
     else:

@@ -313,6 +313,13 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
 # --------------------------------------------------------------------------------------------
 
 
+def _inv2(a: np.ndarray) -> tuple[np.ndarray, float]:
+    """Inverse and log-determinant of a 2 x 2 positive-definite matrix."""
+    det = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
+    inv = np.array([[a[1, 1], -a[0, 1]], [-a[1, 0], a[0, 0]]]) / det
+    return inv, math.log(det)
+
+
 def mh_frequencies(
     rng: np.random.Generator,
     H: np.ndarray,
@@ -324,67 +331,84 @@ def mh_frequencies(
     Y: np.ndarray,
     cache: Cache,
     prior: GaussianPrior,
-) -> int:
+) -> tuple[int, float]:
     """Propose each ``w_m* ~ N(mu_k, Sigma_k)`` in turn; accept with the likelihood ratio.
 
-    ``W``, ``Phi`` and `cache` are updated in place; returns the number accepted.
+    ``W``, ``Phi`` and `cache` are updated in place. Returns the number accepted and the
+    log-likelihood as carried from proposal to proposal (the value the accept decisions used),
+    which must agree with the rebuilt cache's.
 
-    Replacing the two columns ``I = (m, m + M)`` of ``Phi`` changes ``S`` by
-    ``E_I D^T + D E_I^T - E_I D_II E_I^T`` (``D`` = change of ``S[:, I]``), i.e. ``U C U^T`` with
-    ``U = [E_I, D]``, ``C = [[-D_II, I], [I, 0]]``, ``C^-1 = [[0, I], [I, D_II]]``, ``det C = 1``;
-    and ``Phi^T Y`` changes only in rows ``I``.
+    A proposal replaces the two columns ``I = (m, m + M)`` of ``Phi``: rows and columns ``I`` of
+    ``S`` and rows ``I`` of ``B = Phi^T Y``. Split the features into ``I`` and the rest ``r``.
+    ``S_rr^-1 = A_rr - A_rI A_II^-1 A_Ir`` does not change, and the new likelihood needs only the
+    2 x 2 Schur complement ``C = S'_II - g_r^T S_rr^-1 g_r`` (``g_r = S'_rI``, ``C >= I``):
+    ``log|S'| = log|S| + log|A_II| + log|C|`` and
+    ``Q'_j = Q_j - P_Ij^T A_II^-1 P_Ij + e_j^T C^-1 e_j``, ``e = b'_I - (S_rr^-1 g_r)^T B_r``.
+    A proposal costs ``O(N L + N J + L^2 + L J)``. Carrying ``A`` from one accepted proposal
+    to the next (by this block formula or by a rank-4 Woodbury update) amplifies its round-off
+    by about ``||A_II^-1||`` per step, which grows with ``N``; so ``G = Phi^T Phi`` and ``B`` are
+    kept exactly and ``A`` is refactored by Cholesky after each acceptance (``O(L^3)``).
     """
     M, K = W.shape
-    N = Phi.shape[0]
+    if K == 0:
+        return 0, float(cache.state[1])
+    N, L = Phi.shape
     a_n = prior.a0 + 0.5 * N
     b0 = prior.b0
     const = prior.constant(N, Y.shape[1])
-    A, P, Q, yy = cache.A, cache.P, cache.Q, cache.yy
+    A, Q, yy = cache.A, cache.Q.copy(), cache.yy
     G = Phi.T @ Phi
-    chols = np.array([np.linalg.cholesky(Sg) if K else np.zeros((0, 0)) for Sg in Sigma])
-    eye2 = np.eye(2)
+    B = Phi.T @ Y
+    logdet = cache.state[0]
+    ll = cache.state[1]
+    R = cache.chol
+    chols = np.linalg.cholesky(Sigma)
     accepted = 0
-    if K == 0:
-        return 0
+    everything = np.arange(L)
+    eye2 = np.eye(2)
     for m in range(M):
         k = zeta[m]
         w_prop = mu[k] + chols[k] @ rng.standard_normal(K)
         log_u = math.log(rng.random())
         I = np.array([m, m + M])
+        r = np.delete(everything, I)
         c_new = frequency_columns(H, w_prop, M)
-        c_old = Phi[:, I]
         g = Phi.T @ c_new
-        g[I] = c_new.T @ c_new
-        D = g - G[:, I]
-        D_II = D[I]
-        delta = (c_new - c_old).T @ Y
-        AD = A @ D
-        A_II = A[np.ix_(I, I)]
-        AU = np.hstack([A[:, I], AD])
-        UtAU = np.block([[A_II, AD[I]], [AD[I].T, D.T @ AD]])
-        Mw = np.block([[np.zeros((2, 2)), eye2], [eye2, D_II]]) + UtAU
-        sign, logdet_mw = np.linalg.slogdet(Mw)
-        if sign <= 0:  # round-off on a near-singular update; treat as a rejection
-            continue
-        logdet_new = cache.state[0] + logdet_mw
-        PI = P[I]
-        t1 = Q + 2.0 * np.einsum("rj,rj->j", delta, PI) + np.einsum("rj,rs,sj->j", delta, A_II, delta)
-        wv = np.vstack([PI, D.T @ P]) + AU[I].T @ delta
-        sol = np.linalg.solve(Mw, wv)
-        Qn = t1 - np.einsum("rj,rj->j", wv, sol)
+        g[I] = 0.0  # keep only g_r: cross-products with the features that stay
+        A_II_inv, logdet_A_II = _inv2(A[np.ix_(I, I)])
+        K_rI = A[np.ix_(r, I)] @ A_II_inv
+        Ag = A @ g
+        h = Ag[r] - K_rI @ Ag[I]  # S_rr^-1 g_r
+        C_inv, logdet_C = _inv2(c_new.T @ c_new + eye2 - g[r].T @ h)
+        P_I = A[I] @ B
+        e = c_new.T @ Y - h.T @ B[r]
+        Qn = Q - np.einsum("rj,rj->j", P_I, A_II_inv @ P_I) + np.einsum("rj,rj->j", e, C_inv @ e)
+        logdet_new = logdet + logdet_A_II + logdet_C
         ll_new = const - 0.5 * yy.size * logdet_new - a_n * np.sum(np.log(b0 + 0.5 * (yy - Qn)))
-        if log_u < ll_new - cache.state[1]:
-            P += A[:, I] @ delta - AU @ sol
-            A -= AU @ np.linalg.solve(Mw, AU.T)
-            Q[:] = Qn
-            cache.state[0] = logdet_new
-            cache.state[1] = ll_new
+        if log_u < ll_new - ll:
+            g[I] = c_new.T @ c_new
             G[:, I] = g
             G[I, :] = g.T
+            B[I] = c_new.T @ Y
             Phi[:, I] = c_new
             W[m] = w_prop
+            S = G.copy()
+            S[np.diag_indices(L)] += 1.0
+            R = cholesky(S, lower=True)
+            A = cho_solve((R, True), np.eye(L))
+            A = 0.5 * (A + A.T)
+            logdet = 2.0 * float(np.sum(np.log(np.diag(R))))
+            Q = Qn
+            ll = ll_new
             accepted += 1
-    return accepted
+    if accepted:
+        cache.A = A
+        cache.chol = R
+        cache.P = np.ascontiguousarray(A @ B)
+        cache.Q = np.einsum("lj,lj->j", B, cache.P)
+        cache.state[0] = logdet
+        cache.state[1] = collapsed_loglik(cache.Q, yy, logdet, N, prior)
+    return accepted, float(ll)
 
 
 # --------------------------------------------------------------------------------------------
