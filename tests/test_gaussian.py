@@ -116,7 +116,7 @@ def test_imputation_draws_from_the_model_not_zeros():
     Y_start = truth.copy()
     Y_start[rows, cols] = 0.0  # a poor starting completion; the draw must not depend on it much
     cache = g.build_cache(Phi, Y_start, PRIOR)
-    Y_new, beta, sigma2 = g.impute(rng, Phi, Y_start, (rows, cols), cache, PRIOR)
+    Y_new, beta, sigma2, _ = g.impute(rng, Phi, Y_start, (rows, cols), cache, PRIOR)
     observed = np.ones((N, J), bool)
     observed[rows, cols] = False
     np.testing.assert_array_equal(Y_new[observed], Y_start[observed])

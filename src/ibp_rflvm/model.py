@@ -147,8 +147,8 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
     lik = spec.likelihood
     if lik.collapsed:
         cache = gaussian.build_cache(Phi, Y0, lik.prior)
-        Y1, beta, sigma2 = gaussian.impute(rng, Phi, Y0, data.missing, cache, lik.prior)
-        ll = gaussian.observed_loglik(Phi, Y1, data.observed, beta, sigma2)
+        Y1, beta, sigma2, mean = gaussian.impute(rng, Phi, Y0, data.missing, cache, lik.prior)
+        ll = gaussian.observed_loglik(Y1, data.observed, mean, sigma2)
         params = {"beta": beta, "sigma2": sigma2}
     else:
         Y1 = None
@@ -264,8 +264,8 @@ def sweep(
     elif collapsed:
         Phi = feature_map(w.X * w.Z, w.W, spec.bias)
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
-        Ynew, beta, sigma2 = gaussian.impute(rng, Phi, w.Y, data.missing, cache, lik.prior)
-        ll = gaussian.observed_loglik(Phi, Ynew, data.observed, beta, sigma2)
+        Ynew, beta, sigma2, mean = gaussian.impute(rng, Phi, w.Y, data.missing, cache, lik.prior)
+        ll = gaussian.observed_loglik(Ynew, data.observed, mean, sigma2)
         params = {"beta": beta, "sigma2": sigma2}
     else:
         params = lik.update_params(rng, fs.Phi, params, data.prep)

@@ -31,6 +31,9 @@ from ..features import frequency_columns, row_features
 from ..samplers.ibp import gibbs_flip, z_log_prior_odds
 
 LOG_2PI = math.log(2.0 * math.pi)
+# Reassociation lets LLVM vectorise the dot products of the row kernels (about 4x); no
+# assumptions about NaN or infinity are made, and results stay deterministic for a given build.
+FAST = {"reassoc", "contract", "arcp", "nsz"}
 
 
 @dataclass
@@ -101,7 +104,7 @@ def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _prepare_row(phi, A, P, v, r):
     """``v = A phi`` and ``r = P^T phi`` for the row about to change."""
     L = phi.size
@@ -119,7 +122,7 @@ def _prepare_row(phi, A, P, v, r):
             r[j] += pa * P[a, j]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _eval_row(phi_new, phi, v, r, y, A, P, Q, yy, logdet, a_n, b0, const, u, s, w1, w2, Qn, m2):
     """Log-likelihood if one row of ``Phi`` became `phi_new`; fills the work buffers for `_apply_row`."""
     L = phi.size
@@ -171,7 +174,7 @@ def _eval_row(phi_new, phi, v, r, y, A, P, Q, yy, logdet, a_n, b0, const, u, s, 
     return const - 0.5 * J * logdet_new - a_n * acc
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def _apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2):
     """Commit the change evaluated by `_eval_row`: ``A -= [u v] M2^-1 [u v]^T`` and ``P``, ``Q``."""
     L = u.size
@@ -193,7 +196,7 @@ def _apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2):
         Q[j] = Qn[j]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
     """Elliptical slice sampling (Murray, Adams and MacKay 2010) of each row of ``X`` in turn."""
     N, K = X.shape
@@ -260,7 +263,7 @@ def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
     return n_evals
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST)
 def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, pi, counts):
     """Gibbs update of every ``z_id``, row by row, with the slice sampler's prior factor."""
     N, K = X.shape
@@ -437,25 +440,22 @@ def impute(
     missing: tuple[np.ndarray, np.ndarray],
     cache: Cache,
     prior: GaussianPrior,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Draw the weights, then every unobserved entry from ``N(phi_i^T beta_j, sigma_j^2)``.
 
-    Returns ``(Y_completed, beta, sigma2)``; `Y` itself is not modified.
+    Returns ``(Y_completed, beta, sigma2, mean)`` with ``mean = Phi beta``; `Y` is not modified.
     """
     beta, sigma2 = sample_weights(rng, cache, Phi.shape[0], prior)
+    mean = Phi @ beta
     Y = Y.copy()
     rows, cols = missing
     if rows.size:
-        mean = np.einsum("tl,lt->t", Phi[rows], beta[:, cols])
-        Y[rows, cols] = mean + np.sqrt(sigma2[cols]) * rng.standard_normal(rows.size)
-    return Y, beta, sigma2
+        Y[rows, cols] = mean[rows, cols] + np.sqrt(sigma2[cols]) * rng.standard_normal(rows.size)
+    return Y, beta, sigma2, mean
 
 
-def observed_loglik(
-    Phi: np.ndarray, Y: np.ndarray, observed: np.ndarray, beta: np.ndarray, sigma2: np.ndarray
-) -> float:
-    """``sum over observed entries of log N(y_ij | phi_i^T beta_j, sigma_j^2)``."""
-    mean = Phi @ beta
+def observed_loglik(Y: np.ndarray, observed: np.ndarray, mean: np.ndarray, sigma2: np.ndarray) -> float:
+    """``sum over observed entries of log N(y_ij | mean_ij, sigma_j^2)``."""
     ll = -0.5 * (LOG_2PI + np.log(sigma2) + (Y - mean) ** 2 / sigma2)
     return float(np.sum(ll[observed], dtype=np.float64))
 
