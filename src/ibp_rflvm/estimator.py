@@ -7,16 +7,19 @@ inside the chain, never treated as zeros.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
 from ._validation import as_data_matrix, check_random_state
+from .chain import ChainResult, run_chain
 from .evaluation.metrics import heldout_entries, lpd_from_samples
 from .evaluation.metrics import perplexity as perplexity_metric
 from .features import feature_map
 from .likelihoods import make_likelihood
-from .model import ChainState, Data, ModelSpec, init_state, sweep
+from .model import ChainState, Data, ModelSpec
 
 
 class _RFLVMBase(BaseEstimator):
@@ -55,56 +58,76 @@ class _RFLVMBase(BaseEstimator):
             raise ValueError(f"burn_in must be in [0, n_iter); got {burn} with n_iter={self.n_iter}")
         return burn
 
-    def fit(self, Y, y=None):
-        """Run the chain on `Y` (``N x J``, NaN = unobserved). `y` is ignored."""
+    def fit(self, Y, y=None, resume: bool = False):
+        """Run the chain(s) on `Y` (``N x J``, NaN = unobserved). `y` is ignored.
+
+        With ``resume=True`` and a `checkpoint_path` whose checkpoint exists, every chain continues
+        from its checkpoint; the result equals the uninterrupted run bit for bit.
+        """
         # The chain's matrices are small (L = 2M features) and its hot loops are compiled and
         # single-threaded: multi-threaded BLAS only oversubscribes the cores (5x slower on 2
         # cores), and parallel chains want one thread each anyway.
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._fit(Y)
+            return self._fit(Y, resume)
 
-    def _fit(self, Y):
+    def _chain_generators(self) -> list[np.random.Generator]:
+        n_chains = self.n_chains
+        if not isinstance(n_chains, (int, np.integer)) or n_chains < 1:
+            raise ValueError(f"n_chains must be a positive integer; got {n_chains!r}")
+        rng = check_random_state(self.random_state)
+        # One chain uses the Generator itself, so a single chain is the same whatever n_chains
+        # code path; several chains get independent children of it.
+        return [rng] if n_chains == 1 else rng.spawn(int(n_chains))
+
+    def _checkpoint_for(self, chain: int) -> str | None:
+        if self.checkpoint_path is None:
+            return None
+        path = str(self.checkpoint_path)
+        return path if self.n_chains == 1 else f"{path}.chain{chain}"
+
+    def _fit(self, Y, resume: bool):
         Yv = as_data_matrix(Y)
         spec = self._spec()
         lik = spec.likelihood
         lik.validate(Yv)
         burn = self._burn_in()
-        rng = check_random_state(self.random_state)
+        if not isinstance(self.checkpoint_every, (int, np.integer)) or self.checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be a positive integer; got {self.checkpoint_every!r}")
+        rngs = self._chain_generators()
         data = Data.from_array(Yv, lik)
-        state = init_state(rng, data, spec)
-        n_active, loglik, alphas, etas, n_comp = [], [], [], [], []
-        self._samples: list[dict] = []
-        recon = np.zeros_like(Yv)
-        progress = _progress(self.n_iter, self.verbose)
-        for t in range(self.n_iter):
-            state, info = sweep(rng, state, data, spec)
-            n_active.append(info["k_plus"])
-            loglik.append(state.loglik)
-            alphas.append(state.alpha)
-            etas.append(state.eta)
-            n_comp.append(info["n_components"])
-            if t >= burn:
-                Phi = state.phi(spec.bias)
-                recon += lik.mean(Phi @ state.params["beta"], state.params)
-                self._samples.append({"H": state.H, "W": state.W, "params": state.params})
-            if progress is not None:
-                progress.set_postfix(k_plus=info["k_plus"], refresh=False)
-                progress.update(1)
-        if progress is not None:
-            progress.close()
+        every = int(self.checkpoint_every)
+        jobs = [
+            (rng, data, spec, int(self.n_iter), burn, self._checkpoint_for(c), every, resume)
+            for c, rng in enumerate(rngs)
+        ]
+        if len(jobs) == 1:
+            results = [_run_one(*jobs[0], verbose=self.verbose)]
+        else:
+            from joblib import Parallel, delayed
+
+            n_jobs = self.n_jobs if self.n_jobs is not None else min(len(jobs), os.cpu_count() or 1)
+            results = Parallel(n_jobs=n_jobs)(delayed(_run_one)(*job, verbose=False) for job in jobs)
+        first = results[0]
         self.spec_ = spec
         self._data = data
-        self.state_: ChainState = state
+        self._chains = results
+        self._samples = [smp for res in results for smp in res.record.samples]
+        self.state_: ChainState = first.state
         self.n_features_in_ = Yv.shape[1]
         self.n_samples_fit_ = Yv.shape[0]
-        self.n_active_ = np.asarray(n_active)
-        self.log_likelihood_ = np.asarray(loglik)
-        self.alpha_ = np.asarray(alphas)
-        self.eta_ = np.asarray(etas)
-        self.n_mixture_components_ = np.asarray(n_comp)
-        self.latent_samples_ = [_ordered_latent(s["H"]) for s in self._samples]
-        self.latent_ = _ordered_latent(state.H)
-        self.reconstruction_ = recon / len(self._samples)
+        self.traces_ = {
+            name: np.array([getattr(res.record, name) for res in results])
+            for name in ("n_active", "loglik", "alpha", "eta", "n_components")
+        }
+        self.n_active_ = self.traces_["n_active"][0]
+        self.log_likelihood_ = self.traces_["loglik"][0]
+        self.alpha_ = self.traces_["alpha"][0]
+        self.eta_ = self.traces_["eta"][0]
+        self.n_mixture_components_ = self.traces_["n_components"][0]
+        self.latent_samples_ = [_ordered_latent(smp["H"]) for smp in first.record.samples]
+        self.latent_ = _ordered_latent(first.state.H)
+        total = sum(res.record.reconstruction_sum for res in results)
+        self.reconstruction_ = total / len(self._samples)
         return self
 
     # ----------------------------------------------------------------------------------------
@@ -140,10 +163,11 @@ class _RFLVMBase(BaseEstimator):
         """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the non-NaN held-out entries."""
         unique_rows, row_pos, cols, vals = self._heldout(Y_heldout)
         lik = self.spec_.likelihood
+        rows_kw = _rows_kw(lik, unique_rows)
         out = np.empty((len(self._samples), vals.size))
         for s, smp in enumerate(self._samples):
             psi_u = self._sample_psi(smp, unique_rows)
-            out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], self._data.prep)
+            out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], self._data.prep, **rows_kw)
         return out
 
     def perplexity(self, Y_heldout) -> float:
@@ -151,9 +175,10 @@ class _RFLVMBase(BaseEstimator):
         each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3)."""
         unique_rows, row_pos, cols, vals = self._heldout(Y_heldout)
         lik = self.spec_.likelihood
+        rows_kw = _rows_kw(lik, unique_rows)
         p = np.zeros(vals.size)
         for smp in self._samples:
-            mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"])
+            mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
             p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
         return perplexity_metric(vals, p / len(self._samples))
 
@@ -165,6 +190,22 @@ class _RFLVMBase(BaseEstimator):
         """Mean held-out log predictive density per scored entry."""
         logp = self.pointwise_log_predictive(Y_heldout)
         return lpd_from_samples(logp) / logp.shape[1]
+
+
+def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, verbose: bool) -> ChainResult:
+    progress = _progress(n_iter, verbose)
+    # Worker processes start with default BLAS threading; one thread per chain is what we want.
+    with threadpool_limits(limits=1, user_api="blas"):
+        result = run_chain(rng, data, spec, n_iter, burn, checkpoint, every, resume, progress)
+    if progress is not None:
+        progress.close()
+    return result
+
+
+def _rows_kw(lik, unique_rows: np.ndarray) -> dict:
+    """The training-row index of each row of ``psi``, for likelihoods with per-entry constants
+    (binomial trials); the collapsed Gaussian does not take it."""
+    return {} if lik.collapsed else {"rows": unique_rows}
 
 
 def _ordered_latent(H: np.ndarray) -> np.ndarray:
@@ -201,7 +242,14 @@ class IBPRFLVM(_RFLVMBase):
     likelihood_params : hyperparameters of the likelihood, e.g. ``{"a0": 1.0, "b0": 1.0}`` for
         the Gaussian's inverse-gamma prior on the noise variances.
     bias : add a constant feature; default: the likelihood's choice (off for the Gaussian).
-    verbose : show a progress bar.
+    n_chains : independent chains, run in parallel processes (joblib), each with its own
+        Generator spawned from `random_state`; predictions pool the kept samples of all chains,
+        and ``traces_`` holds every chain's traces (the ``*_`` trace attributes are chain 0's).
+    n_jobs : worker processes for the chains (default: one per chain, at most the CPU count).
+    checkpoint_path : file where the full chain state (generator included) is saved atomically
+        every `checkpoint_every` sweeps; ``fit(Y, resume=True)`` continues from it. With several
+        chains, chain ``c`` uses ``<checkpoint_path>.chain<c>``.
+    verbose : show a progress bar (sweeps per second and current K+).
     """
 
     _ibp = True
@@ -219,6 +267,10 @@ class IBPRFLVM(_RFLVMBase):
         lam0: float = 1.0,
         likelihood_params: dict | None = None,
         bias: bool | None = None,
+        n_chains: int = 1,
+        n_jobs: int | None = None,
+        checkpoint_path: str | None = None,
+        checkpoint_every: int = 10,
         verbose: bool = False,
     ):
         self.likelihood = likelihood
@@ -232,6 +284,10 @@ class IBPRFLVM(_RFLVMBase):
         self.lam0 = lam0
         self.likelihood_params = likelihood_params
         self.bias = bias
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.checkpoint_path = checkpoint_path
+        self.checkpoint_every = checkpoint_every
         self.verbose = verbose
 
     def _n_dims(self) -> int:
@@ -259,6 +315,10 @@ class RFLVM(_RFLVMBase):
         lam0: float = 1.0,
         likelihood_params: dict | None = None,
         bias: bool | None = None,
+        n_chains: int = 1,
+        n_jobs: int | None = None,
+        checkpoint_path: str | None = None,
+        checkpoint_every: int = 10,
         verbose: bool = False,
     ):
         self.n_components = n_components
@@ -271,6 +331,10 @@ class RFLVM(_RFLVMBase):
         self.lam0 = lam0
         self.likelihood_params = likelihood_params
         self.bias = bias
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.checkpoint_path = checkpoint_path
+        self.checkpoint_every = checkpoint_every
         self.verbose = verbose
 
     def _n_dims(self) -> int:
