@@ -182,6 +182,18 @@ class _RFLVMBase(BaseEstimator):
             p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
         return perplexity_metric(vals, p / len(self._samples))
 
+    def to_inference_data(self, Y_heldout=None):
+        """The chains as an ``arviz.InferenceData`` (see :func:`ibp_rflvm.diagnostics.to_inference_data`)."""
+        from .diagnostics import to_inference_data
+
+        return to_inference_data(self, Y_heldout)
+
+    def summary(self, Y_heldout=None):
+        """R-hat and bulk/tail ESS of label-invariant quantities, as a pandas DataFrame."""
+        from .diagnostics import summary
+
+        return summary(self, Y_heldout)
+
     def log_predictive_density(self, Y_heldout) -> float:
         """Held-out LPD: sum over non-NaN entries of ``log (1/S) sum_s p(y_ij | theta_s)``."""
         return lpd_from_samples(self.pointwise_log_predictive(Y_heldout))

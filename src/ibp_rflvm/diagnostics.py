@@ -1,0 +1,97 @@
+"""ArviZ export and convergence diagnostics for fitted RFLVMs.
+
+Latent dimensions have no identity across samples or chains (their number changes, their order
+and signs are arbitrary, and the dense model is rotation invariant), so convergence is judged on
+quantities that do not depend on labels: the log-likelihood, ``K+``, the concentrations, and
+distances between rows in the latent space.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Rows whose pairwise latent distances are tracked (evenly spaced over the data).
+N_DISTANCE_ROWS = 8
+
+
+def distance_rows(n_rows: int) -> np.ndarray:
+    return np.unique(np.linspace(0, n_rows - 1, min(N_DISTANCE_ROWS, n_rows)).astype(int))
+
+
+def _pairwise(H: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    sub = H[rows]
+    d = np.sqrt(np.maximum(((sub[:, None, :] - sub[None, :, :]) ** 2).sum(-1), 0.0))
+    iu = np.triu_indices(len(rows), 1)
+    return d[iu]
+
+
+def to_inference_data(est, Y_heldout=None):
+    """An ``arviz.InferenceData`` with the chains as the ``chain`` dimension.
+
+    Groups: ``posterior`` (kept sweeps) and ``warmup_posterior`` (burn-in) with ``k_plus``,
+    ``alpha`` (IBP models), ``eta``, ``loglik`` (observed-data log-likelihood), ``n_components``
+    and ``latent_distance`` (pairwise distances between `distance_rows`); ``latent``
+    (chain, draw, row, latent_dim), padded with zeros to the largest number of dimensions any
+    kept sample has, with ``latent_mask`` (chain, draw, latent_dim) true where a dimension
+    exists (dimensions ordered by how many rows use them). With `Y_heldout`, the
+    ``log_likelihood`` group holds the pointwise held-out log densities ``y_heldout``.
+    """
+    import arviz as az
+
+    est._check_fitted()
+    burn = est.n_iter - len(est._chains[0].record.samples)
+    rows = distance_rows(est.n_samples_fit_)
+    names = {"k_plus": "n_active", "eta": "eta", "loglik": "loglik", "n_components": "n_components"}
+    if est.spec_.ibp:
+        names["alpha"] = "alpha"
+    posterior = {k: est.traces_[v][:, burn:] for k, v in names.items()}
+    warmup = {k: est.traces_[v][:, :burn] for k, v in names.items()}
+    latents = [[_ordered(s["H"]) for s in res.record.samples] for res in est._chains]
+    k_max = max(max((h.shape[1] for h in chain), default=0) for chain in latents)
+    n_draws = len(latents[0])
+    latent = np.zeros((len(latents), n_draws, est.n_samples_fit_, k_max))
+    mask = np.zeros((len(latents), n_draws, k_max), dtype=bool)
+    dist = np.zeros((len(latents), n_draws, len(rows) * (len(rows) - 1) // 2))
+    for c, chain in enumerate(latents):
+        for s, H in enumerate(chain):
+            latent[c, s, :, : H.shape[1]] = H
+            mask[c, s, : H.shape[1]] = True
+            dist[c, s] = _pairwise(H, rows)
+    posterior.update(latent=latent, latent_mask=mask, latent_distance=dist)
+    dims = {
+        "latent": ["row", "latent_dim"],
+        "latent_mask": ["latent_dim"],
+        "latent_distance": ["row_pair"],
+    }
+    first, second = (rows[i] for i in np.triu_indices(len(rows), 1))
+    coords = {
+        "row": np.arange(est.n_samples_fit_),
+        "latent_dim": np.arange(k_max),
+        "row_pair": [f"{a}-{b}" for a, b in zip(first, second, strict=True)],
+    }
+    kwargs = {}
+    if Y_heldout is not None:
+        logp = est.pointwise_log_predictive(Y_heldout)  # (all samples, n_test), chains stacked
+        kwargs["log_likelihood"] = {"y_heldout": logp.reshape(len(latents), n_draws, -1)}
+        dims["y_heldout"] = ["heldout_entry"]
+    return az.from_dict(
+        posterior=posterior, warmup_posterior=warmup if burn else None, dims=dims, coords=coords,
+        save_warmup=bool(burn), **kwargs,
+    )  # fmt: skip
+
+
+def summary(est, Y_heldout=None):
+    """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame)."""
+    import arviz as az
+
+    idata = to_inference_data(est, Y_heldout)
+    var_names = ["loglik", "k_plus", "eta", "latent_distance"]
+    if est.spec_.ibp:
+        var_names.insert(2, "alpha")
+    return az.summary(idata, var_names=var_names, kind="all")
+
+
+def _ordered(H: np.ndarray) -> np.ndarray:
+    usage = np.count_nonzero(H, axis=0)
+    order = np.argsort(-usage, kind="stable")
+    return H[:, order[usage[order] > 0]]

@@ -1,0 +1,73 @@
+"""Several chains, ArviZ export and label-invariant convergence summaries."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
+from ibp_rflvm.datasets import make_cambridge
+from ibp_rflvm.diagnostics import distance_rows
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    Y_train, Y_test = holdout_mask(make_cambridge(70, random_state=1)["Y"][:, :14], 0.2, random_state=0)
+    m = IBPRFLVM(n_iter=16, n_frequencies=10, random_state=0, n_chains=3, n_jobs=2).fit(Y_train)
+    return m, Y_train, Y_test
+
+
+def test_chains_are_independent_and_reproducible(fitted):
+    m, Y_train, _ = fitted
+    loglik = m.traces_["loglik"]
+    assert loglik.shape == (3, 16)
+    assert not np.array_equal(loglik[0], loglik[1]), "chains must differ"
+    again = IBPRFLVM(n_iter=16, n_frequencies=10, random_state=0, n_chains=3, n_jobs=1).fit(Y_train)
+    np.testing.assert_array_equal(again.traces_["loglik"], loglik)  # processes or not, same chains
+    assert len(m._samples) == 3 * 8  # predictions pool the kept samples of every chain
+
+
+def test_inference_data_layout(fitted):
+    m, _, Y_test = fitted
+    idata = m.to_inference_data(Y_test)
+    post = idata.posterior
+    assert post.sizes["chain"] == 3 and post.sizes["draw"] == 8
+    assert idata.warmup_posterior.sizes["draw"] == 8
+    np.testing.assert_array_equal(post["k_plus"].values, m.traces_["n_active"][:, 8:])
+    # Padding: each draw's mask counts exactly its active dimensions; padded columns are zero.
+    mask = post["latent_mask"].values
+    np.testing.assert_array_equal(mask.sum(-1), m.traces_["n_active"][:, 8:])
+    latent = post["latent"].values
+    assert np.all(latent[~np.broadcast_to(mask[:, :, None, :], latent.shape)] == 0.0)
+    n_rows = len(distance_rows(Y_test.shape[0]))
+    assert post["latent_distance"].shape[-1] == n_rows * (n_rows - 1) // 2
+    n_test = np.count_nonzero(~np.isnan(Y_test))
+    assert idata.log_likelihood["y_heldout"].shape == (3, 8, n_test)
+
+
+def test_summary_reports_rhat_and_ess_on_invariant_quantities(fitted):
+    m, _, _ = fitted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = m.summary()
+    for col in ("r_hat", "ess_bulk", "ess_tail"):
+        assert col in table.columns
+    assert {"loglik", "k_plus", "alpha", "eta"} <= set(table.index)
+    assert any(name.startswith("latent_distance") for name in table.index)
+    assert np.isfinite(table.loc["loglik", "r_hat"])
+
+
+def test_latent_distances_are_rotation_invariant():
+    from ibp_rflvm.diagnostics import _pairwise
+
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((20, 3))
+    Q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    rows = distance_rows(20)
+    np.testing.assert_allclose(_pairwise(H, rows), _pairwise(H @ Q, rows), atol=1e-12)
+
+
+def test_dense_model_has_no_alpha():
+    Y = make_cambridge(40, random_state=0)["Y"][:, :8]
+    m = RFLVM(n_iter=6, n_frequencies=6, random_state=0).fit(Y)
+    assert "alpha" not in m.to_inference_data().posterior
