@@ -22,7 +22,7 @@ def _indices(flags: np.ndarray, limit: int = 8) -> str:
     return text + (f" and {len(idx) - limit} more" if len(idx) > limit else "")
 
 
-def as_data_matrix(Y, name: str = "Y") -> np.ndarray:
+def as_data_matrix(Y, name: str = "Y", min_rows: int = 2) -> np.ndarray:
     """Return `Y` as a float64 ``N x J`` array with NaN marking unobserved entries.
 
     Raises ValueError for non-numeric data, the wrong number of dimensions, infinite values,
@@ -51,8 +51,11 @@ def as_data_matrix(Y, name: str = "Y") -> np.ndarray:
             f"got {arr.ndim}-D with shape {arr.shape}"
         )
     n, j = arr.shape
-    if n < 2 or j < 1:
-        raise ValueError(f"{name} needs at least 2 rows and 1 column; got shape {arr.shape}")
+    if n < min_rows or j < 1:
+        raise ValueError(
+            f"{name} needs at least {min_rows} row(s) and 1 column; got n_samples = {n} "
+            f"(shape {arr.shape})"
+        )
     arr = np.array(arr, dtype=np.float64, copy=True)
     inf = np.isinf(arr)
     if inf.any():

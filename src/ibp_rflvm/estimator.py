@@ -182,6 +182,64 @@ class _RFLVMBase(BaseEstimator):
             p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
         return perplexity_metric(vals, p / len(self._samples))
 
+    def transform(self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None) -> np.ndarray:
+        """Latent positions ``X * Z`` of new rows (NaN allowed), as their posterior mean.
+
+        The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, Gibbs
+        for ``z`` under its stick prior ``Bern(pi_d)``) against the final posterior sample's
+        frequencies, weights and sticks, for `n_sweeps` sweeps, and averaged after `burn_in`.
+        The final sample fixes the coordinate system: columns are those of ``latent_``. Rows are
+        independent given that sample.
+        """
+        from .samplers.ess import elliptical_slice
+
+        self._check_fitted()
+        Yn = as_data_matrix(Y_new, name="Y_new", min_rows=1)
+        if Yn.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"Y_new has {Yn.shape[1]} features, but this model was fitted with {self.n_features_in_}"
+            )
+        if not 0 <= burn_in < n_sweeps:
+            raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
+        lik = self.spec_.likelihood
+        lik.validate(Yn)
+        prep = lik.prepare(Yn)
+        state = self.state_
+        W, params, bias = state.W, state.params, self.spec_.bias
+        beta = params["beta"]
+        # The dense model has Z = 1: only the IBP model samples z, under Bern(pi_d).
+        pi = np.clip(state.pi, 1e-12, 1.0 - 1e-12) if self.spec_.ibp else np.full(W.shape[1], 0.5)
+        rng = check_random_state(0 if random_state is None else random_state)
+        n, K = Yn.shape[0], W.shape[1]
+        rows_all = np.arange(n)
+        X = rng.standard_normal((n, K))
+        Z = (rng.random((n, K)) < pi).astype(np.int8) if self.spec_.ibp else np.ones((n, K), np.int8)
+
+        def loglik(H_rows, rows):
+            return lik.loglik_rows(feature_map(H_rows, W, bias) @ beta, rows, params, prep)
+
+        ll = loglik(X * Z, rows_all)
+        total = np.zeros((n, K))
+        log_odds_prior = np.log(pi) - np.log1p(-pi)
+        for t in range(n_sweeps):
+            if self.spec_.ibp:
+                for d in range(K):
+                    H_alt = X * Z
+                    H_alt[:, d] = X[:, d] * (1 - Z[:, d])
+                    ll_alt = loglik(H_alt, rows_all)
+                    delta = np.where(Z[:, d] == 1, ll - ll_alt, ll_alt - ll)
+                    p_one = 1.0 / (1.0 + np.exp(-(log_odds_prior[d] + delta)))
+                    z_new = (rng.random(n) < p_one).astype(np.int8)
+                    ll = np.where(z_new != Z[:, d], ll_alt, ll)
+                    Z[:, d] = z_new
+            X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
+            if t >= burn_in:
+                total += X * Z
+        H_mean = total / (n_sweeps - burn_in)
+        usage = np.count_nonzero(state.H, axis=0)
+        order = np.argsort(-usage, kind="stable")
+        return H_mean[:, order[usage[order] > 0]]
+
     def to_inference_data(self, Y_heldout=None):
         """The chains as an ``arviz.InferenceData`` (see :func:`ibp_rflvm.diagnostics.to_inference_data`)."""
         from .diagnostics import to_inference_data

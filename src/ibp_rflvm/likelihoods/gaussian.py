@@ -479,6 +479,20 @@ class GaussianLikelihood:
     def validate(self, Y: np.ndarray) -> None:
         """Any finite real value is admissible (checked already by the generic validation)."""
 
+    def prepare(self, Y: np.ndarray):
+        from .base import Prepared
+
+        observed = ~np.isnan(Y)
+        return Prepared(Y0=np.where(observed, Y, 0.0), observed=observed, extra={})
+
+    def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep) -> np.ndarray:
+        """Row log-likelihoods given explicit ``(beta, sigma^2)``: used for new rows (transform),
+        where the weights of a posterior sample are held fixed."""
+        var = params["sigma2"]
+        y = prep.Y0[rows]
+        ll = -0.5 * (LOG_2PI + np.log(var) + (y - psi) ** 2 / var)
+        return np.sum(np.where(prep.observed[rows], ll, 0.0), axis=1, dtype=np.float64)
+
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None) -> np.ndarray:
         var = params["sigma2"][cols]
         mean = psi_u[row_pos, cols]
