@@ -128,5 +128,7 @@ def test_bad_parameters_get_a_clear_error(params, message, small):
 def test_heldout_shape_is_checked(small):
     Y_train, Y_test = small
     m = RFLVM(n_iter=2, n_frequencies=5, random_state=0).fit(Y_train)
-    with pytest.raises(ValueError, match="training shape"):
+    with pytest.raises(ValueError, match="expecting 12 features"):
         m.log_predictive_density(Y_test[:, :3])
+    with pytest.raises(ValueError, match="training shape"):
+        m.log_predictive_density(Y_test[:10])

@@ -29,6 +29,11 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2) -> np.ndarray:
     and rows or columns with no observed entry at all (a latent position or a column weight
     with nothing to learn from is almost always a data-preparation mistake).
     """
+    if hasattr(Y, "tocsr") or type(Y).__module__.startswith("scipy.sparse"):
+        raise TypeError(
+            f"Sparse data was passed as {name}, but dense data is required (sparse input is not "
+            "supported); use .toarray(), with NaN for unobserved entries"
+        )
     try:
         arr = np.asarray(Y)
     except Exception as exc:  # ragged nested lists and similar
@@ -39,23 +44,25 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2) -> np.ndarray:
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as exc:
-            raise ValueError(
+            # Keep Python's own exception type (ValueError for text such as "abc", TypeError for
+            # objects that are not numbers at all) and say what was expected.
+            raise type(exc)(
                 f"{name} must be numeric (use NaN for unobserved entries); found dtype "
                 f"{arr.dtype}: {exc}"
             ) from exc
     if np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be real-valued; got complex dtype {arr.dtype}")
+        raise ValueError(f"Complex data not supported: {name} must be real-valued; got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D array (rows = observations, columns = features); "
-            f"got {arr.ndim}-D with shape {arr.shape}"
+            f"got {arr.ndim}-D with shape {arr.shape}. Reshape your data, e.g. with "
+            "array.reshape(1, -1) for a single row"
         )
     n, j = arr.shape
-    if n < min_rows or j < 1:
-        raise ValueError(
-            f"{name} needs at least {min_rows} row(s) and 1 column; got n_samples = {n} "
-            f"(shape {arr.shape})"
-        )
+    if j < 1:
+        raise ValueError(f"0 feature(s) (shape={arr.shape}) while a minimum of 1 is required by {name}.")
+    if n < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows; got n_samples = {n} (shape {arr.shape})")
     arr = np.array(arr, dtype=np.float64, copy=True)
     inf = np.isinf(arr)
     if inf.any():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from threadpoolctl import threadpool_limits
 
 from ._validation import as_data_matrix, check_random_state
@@ -22,7 +22,7 @@ from .likelihoods import make_likelihood
 from .model import ChainState, Data, ModelSpec
 
 
-class _RFLVMBase(BaseEstimator):
+class _RFLVMBase(TransformerMixin, BaseEstimator):
     """Shared fitting and scoring; subclasses say whether the IBP is on."""
 
     _ibp: bool = True
@@ -138,14 +138,35 @@ class _RFLVMBase(BaseEstimator):
 
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first")
 
-    def predict(self) -> np.ndarray:
-        """Posterior-mean reconstruction of every entry of the training matrix (imputation)."""
+    def predict(self, Y=None) -> np.ndarray:
+        """Posterior-mean reconstruction of every entry (imputation of the unobserved ones).
+
+        Without an argument: of the training matrix, averaged over all kept samples. With new
+        rows `Y` (NaN allowed): from their latent positions sampled as in :meth:`transform`.
+        """
         self._check_fitted()
-        return self.reconstruction_.copy()
+        if Y is None:
+            return self.reconstruction_.copy()
+        return self._new_rows(Y)[1]
+
+    def fit_transform(self, Y, y=None, **fit_params) -> np.ndarray:
+        """Fit, then return ``latent_`` (the training rows' latent positions in the final sample)."""
+        return self.fit(Y, y, **fit_params).latent_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True  # NaN marks unobserved entries
+        tags.target_tags.required = False
+        return tags
 
     def _heldout(self, Y_heldout):
         self._check_fitted()
         Yh = np.asarray(Y_heldout, dtype=np.float64)
+        if Yh.ndim == 2 and Yh.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {Yh.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
         expected = (self.n_samples_fit_, self.n_features_in_)
         if Yh.shape != expected:
             raise ValueError(f"Y_heldout must have the training shape {expected}; got {Yh.shape}")
@@ -185,6 +206,13 @@ class _RFLVMBase(BaseEstimator):
     def transform(self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None) -> np.ndarray:
         """Latent positions ``X * Z`` of new rows (NaN allowed), as their posterior mean.
 
+        See :meth:`_new_rows` for how they are sampled.
+        """
+        return self._new_rows(Y_new, n_sweeps, burn_in, random_state)[0]
+
+    def _new_rows(self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None):
+        """Posterior means of new rows' latent positions and of their reconstruction.
+
         The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, Gibbs
         for ``z`` under its stick prior ``Bern(pi_d)``) against the final posterior sample's
         frequencies, weights and sticks, for `n_sweeps` sweeps, and averaged after `burn_in`.
@@ -197,7 +225,8 @@ class _RFLVMBase(BaseEstimator):
         Yn = as_data_matrix(Y_new, name="Y_new", min_rows=1)
         if Yn.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"Y_new has {Yn.shape[1]} features, but this model was fitted with {self.n_features_in_}"
+                f"X has {Yn.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
             )
         if not 0 <= burn_in < n_sweeps:
             raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
@@ -220,6 +249,7 @@ class _RFLVMBase(BaseEstimator):
 
         ll = loglik(X * Z, rows_all)
         total = np.zeros((n, K))
+        recon = np.zeros(Yn.shape)
         log_odds_prior = np.log(pi) - np.log1p(-pi)
         for t in range(n_sweeps):
             if self.spec_.ibp:
@@ -235,10 +265,11 @@ class _RFLVMBase(BaseEstimator):
             X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
             if t >= burn_in:
                 total += X * Z
-        H_mean = total / (n_sweeps - burn_in)
+                recon += lik.mean(feature_map(X * Z, W, bias) @ beta, params, **_rows_kw(lik, rows_all))
+        kept = n_sweeps - burn_in
         usage = np.count_nonzero(state.H, axis=0)
         order = np.argsort(-usage, kind="stable")
-        return H_mean[:, order[usage[order] > 0]]
+        return (total / kept)[:, order[usage[order] > 0]], recon / kept
 
     def to_inference_data(self, Y_heldout=None):
         """The chains as an ``arviz.InferenceData`` (see :func:`ibp_rflvm.diagnostics.to_inference_data`)."""
