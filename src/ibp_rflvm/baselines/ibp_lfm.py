@@ -1,0 +1,486 @@
+r"""IBP linear-Gaussian latent factor model (Knowles and Ghahramani 2011), by Gibbs sampling.
+
+Model (SPEC section 4), for row ``i`` of the ``N x J`` data::
+
+    y_i | h_i, A, sigma^2 ~ N(h_i A, sigma^2 I_J),        h_i = x_i * z_i (elementwise)
+    x_id ~ N(0, 1),    A_d ~ N(0, sigma_A^2 I_J)  (row d of the K x J loading matrix)
+    Z ~ IBP(alpha),    alpha ~ Gamma(a, b)        (shape, rate)
+    sigma^2 ~ InvGamma(a_s, b_s),    sigma_A^2 ~ InvGamma(a_A, b_A)
+
+Unobserved entries (NaN) are handled by data augmentation: the state carries a completed data
+matrix, and once per sweep every unobserved ``y_ij`` is redrawn from ``N(h_i a_j, sigma^2)``
+given the current parameters. Given the completed matrix every conditional below is exact and
+conjugate, and the marginal chain targets the posterior given the observed entries alone. An
+unobserved entry is never read as a zero or a mean inside a likelihood (the column mean only
+seeds the initial completion, which the first sweep replaces).
+
+One sweep, each step an exact draw from the conditional named:
+
+1. IBP slice step through the shared sampler :mod:`ibp_rflvm.samplers.ibp` (``extend``): the
+   inactive dimensions are dropped, new dimensions get ``z = 0``, ``x ~ N(0, 1)`` and a loading
+   row from its prior ``N(0, sigma_A^2 I)``; all dimensions are then put in ``scan_order``.
+2. For each dimension ``d`` in that order, ``(z_id, x_id)`` jointly for every row: ``z_id`` with
+   ``x_id`` integrated out, then ``x_id | z_id``. With ``r_i`` the residual of row ``i`` without
+   dimension ``d`` and ``a = A_d``, ``P = 1 + |a|^2 / sigma^2``::
+
+       log p(y_i | z_id = 1) - log p(y_i | z_id = 0) = (a.r_i / sigma^2)^2 / (2 P) - log(P) / 2
+       x_id | z_id = 1 ~ N(a.r_i / (sigma^2 P), 1 / P),      x_id | z_id = 0 ~ N(0, 1)
+
+   ``ibp.gibbs_column`` visits the rows in turn (``pi*`` couples them through ``m_d``) with that
+   log-ratio. ``x_id`` enters only row ``i``'s likelihood, so drawing every ``z_id`` of the column
+   first and all the ``x_id`` afterwards is the same as alternating row by row. Integrating
+   ``x_id`` out matters for mixing: with ``x_id`` fixed at a prior draw a dimension could only
+   switch on where that random value happened to fit.
+3. ``ibp.update_sticks`` (``pi_d ~ Beta(m_d, N - m_d + 1)``, inactive dimensions dropped) and,
+   unless ``fixed_alpha`` is given, ``ibp.update_alpha``.
+4. ``x_i`` for all rows at once: ``N(P_i^-1 b_i, P_i^-1)`` with
+   ``P_i = I + (z_i z_i^T) o (A A^T) / sigma^2`` and ``b_i = z_i o (A y_i^T) / sigma^2``. The
+   rows and columns of ``P_i`` that belong to inactive coordinates are those of the identity, so
+   those coordinates come out ``N(0, 1)`` and the active ones from their Gaussian conditional; one
+   batched Cholesky serves every row whatever its pattern.
+5. ``A``, all ``J`` columns at once (they share one precision because the data are completed):
+   ``Lambda = H^T H / sigma^2 + I / sigma_A^2``, ``A ~ N(Lambda^-1 H^T Y / sigma^2, Lambda^-1)``
+   independently per column.
+6. ``sigma^2 ~ InvGamma(a_s + NJ/2, b_s + |Y - H A|^2 / 2)``,
+   ``sigma_A^2 ~ InvGamma(a_A + KJ/2, b_A + |A|^2 / 2)``.
+7. The unobserved entries ``y_ij ~ N(h_i a_j, sigma^2)``.
+
+With ``use_likelihood=False`` the data are switched off: the z log-ratio is zero and ``X``, ``A``
+and ``sigma^2`` are drawn from their priors, so ``Z`` follows the IBP prior (a sampler check).
+
+Mixing. With Gaussian ``x`` the likelihood cannot tell a set of sparse features from a rotation
+of them; only the sparsity of ``Z`` can, and single-site Gibbs moves between rotations very
+slowly. Mixed, dense solutions (e.g. the sum and the difference of two Cambridge shapes, one of
+them used by every row) are local modes the chain rarely leaves, and the IBP prior makes them
+fairly cheap (a feature used by every row costs little under it). The default start is
+therefore independent components (``init="ica"``) rather than principal components, which are an
+arbitrary rotation of the signal subspace. A second slow direction: a dimension used by a handful
+of rows, whose loading row fits their noise, keeps itself alive (the loading stays fitted while
+its rows stay on), so ``K+`` often exceeds the number of substantial dimensions by one or two.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.decomposition import FastICA
+from sklearn.exceptions import ConvergenceWarning
+
+from .._validation import as_data_matrix, check_random_state
+from ..evaluation.metrics import LOG_2PI, gaussian_logpdf, lpd_from_samples
+from ..samplers import ibp
+from ._common import check_fitted, check_int, check_positive, heldout_for, resolve_burn_in
+
+
+@dataclass
+class LFMState:
+    """Mutable chain state. ``Y`` is the completed data (observed entries plus imputations)."""
+
+    X: np.ndarray  # N x K
+    Z: np.ndarray  # N x K, int8, C-contiguous (the compiled z kernel writes into it)
+    A: np.ndarray  # K x J
+    pi: np.ndarray  # K sticks
+    alpha: float
+    sigma2: float
+    sigma_a2: float
+    Y: np.ndarray  # N x J
+
+    @property
+    def H(self) -> np.ndarray:
+        return self.X * self.Z
+
+
+@dataclass(frozen=True)
+class LFMParams:
+    """Validated hyperparameters and switches of one fit."""
+
+    alpha_prior: tuple[float, float] = (1.0, 1.0)
+    fixed_alpha: float | None = None
+    sigma2_prior: tuple[float, float] = (1.0, 1.0)
+    sigma_a2_prior: tuple[float, float] = (1.0, 1.0)
+    use_likelihood: bool = True
+
+
+def _inv_gamma(rng: np.random.Generator, shape: float, rate: float) -> float:
+    return float(1.0 / rng.gamma(shape, 1.0 / rate))
+
+
+def _standardise(S: np.ndarray) -> np.ndarray:
+    return S / np.maximum(S.std(axis=0), 1e-12)
+
+
+def _rank(s: np.ndarray) -> int:
+    return int(np.count_nonzero(s > 1e-10 * max(float(s.max(initial=0.0)), 1e-300)))
+
+
+def _pca_scores(Yc: np.ndarray, k: int) -> np.ndarray:
+    U, s, _ = np.linalg.svd(Yc, full_matrices=False)
+    r = min(k, _rank(s))
+    return _standardise(U[:, :r] * s[:r])
+
+
+def _ica_sources(Yc: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    # More components than the data's rank would make the whitening divide by zero.
+    r = min(k, _rank(np.linalg.svd(Yc, compute_uv=False)))
+    if r == 0:
+        return np.empty((Yc.shape[0], 0))
+    # FastICA's own randomness is seeded from the chain's Generator, so the seed fixes the fit.
+    seed = int(rng.integers(2**31 - 1))
+    ica = FastICA(n_components=r, whiten="unit-variance", max_iter=500, random_state=seed)
+    with warnings.catch_warnings():
+        # A slow-converging unmixing is still a usable starting point; the sampler takes over.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            S = ica.fit_transform(Yc)
+        except (ValueError, np.linalg.LinAlgError):
+            return _pca_scores(Yc, k)
+    if not np.all(np.isfinite(S)):
+        return _pca_scores(Yc, k)
+    return _standardise(S)
+
+
+def initial_positions(Y0: np.ndarray, k: int, method: str, rng: np.random.Generator) -> np.ndarray:
+    """Starting latent positions (``N x k``, unit variance per dimension) from a complete matrix.
+
+    ``"ica"``: independent components. The model is a sparse (non-Gaussian) factor model, and
+    the Gibbs sampler moves between rotations of a dense solution only very slowly: from PCA
+    scores, which are an arbitrary rotation of the signal subspace, it tends to stay in a mixed,
+    dense-feature mode, while ICA already separates independent sparse sources.
+    ``"pca"``: principal-component scores. ``"random"``: standard normal draws. Dimensions
+    beyond the rank of the data are filled with standard normal draws (zero columns would start
+    dimensions with no signal).
+    """
+    N = Y0.shape[0]
+    Yc = Y0 - Y0.mean(axis=0)
+    if method == "ica":
+        X = _ica_sources(Yc, k, rng)
+    elif method == "pca":
+        X = _pca_scores(Yc, k)
+    else:
+        X = np.empty((N, 0))
+    if X.shape[1] < k:
+        X = np.hstack([X, rng.standard_normal((N, k - X.shape[1]))])
+    return X
+
+
+def init_state(
+    rng: np.random.Generator,
+    Y: np.ndarray,
+    missing: tuple[np.ndarray, np.ndarray],
+    k: int,
+    prm: LFMParams,
+    init: str = "ica",
+) -> LFMState:
+    """Start from :func:`initial_positions` with ``Z = 1``, then draw ``A``, the variances and
+    the unobserved entries from their conditionals so the first sweep starts from a coherent
+    state. The column means fill the unobserved entries only for computing the start."""
+    N, J = Y.shape
+    observed = ~np.isnan(Y)
+    Y0 = np.where(observed, Y, np.nanmean(Y, axis=0))
+    X = initial_positions(Y0, k, init, rng)
+    Z = np.ones((N, k), dtype=np.int8)
+    _, pi = ibp.update_sticks(rng, Z)
+    a, b = prm.alpha_prior
+    alpha = prm.fixed_alpha if prm.fixed_alpha is not None else a / b
+    var = float(np.var(Y[observed]))
+    st = LFMState(
+        X=X, Z=Z, A=np.zeros((k, J)), pi=pi, alpha=float(alpha),
+        sigma2=max(0.5 * var, 1e-6), sigma_a2=1.0, Y=Y0,
+    )  # fmt: skip
+    update_loadings(rng, st, prm)
+    update_variances(rng, st, prm)
+    impute(rng, st, missing, prm)
+    return st
+
+
+# --------------------------------------------------------------------------------------------
+# The steps of one sweep (module docstring, steps 1-7)
+# --------------------------------------------------------------------------------------------
+
+
+def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> dict:
+    """Steps 1-3: the IBP slice step, the joint ``(z, x)`` pass per dimension, sticks, alpha."""
+    N, J = st.Y.shape
+    keep, new_pi, s = ibp.extend(rng, st.Z, st.pi, st.alpha)
+    n_new = new_pi.size
+    X = np.hstack([st.X[:, keep], rng.standard_normal((N, n_new))])
+    Z = np.hstack([st.Z[:, keep], np.zeros((N, n_new), dtype=np.int8)])
+    A = np.vstack([st.A[keep], np.sqrt(st.sigma_a2) * rng.standard_normal((n_new, J))])
+    pi = np.concatenate([st.pi[keep], new_pi])
+    order = ibp.scan_order(pi)
+    X = np.ascontiguousarray(X[:, order])
+    Z = np.ascontiguousarray(Z[:, order], dtype=np.int8)
+    A = np.ascontiguousarray(A[order])
+    pi = np.ascontiguousarray(pi[order])
+    counts = Z.sum(axis=0).astype(np.int64)
+
+    if prm.use_likelihood:
+        s2 = st.sigma2
+        E = st.Y - (X * Z) @ A
+        for d in range(Z.shape[1]):
+            a = A[d]
+            aa = float(a @ a)
+            h_old = X[:, d] * Z[:, d]
+            ra = E @ a + h_old * aa  # a . (residual of each row without dimension d)
+            prec = 1.0 + aa / s2
+            delta_ll = 0.5 * ((ra / s2) ** 2 / prec - np.log(prec))
+            ibp.gibbs_column(rng, Z, d, delta_ll, pi, counts)
+            on = Z[:, d] == 1
+            e = rng.standard_normal(N)
+            x = np.where(on, ra / (s2 * prec) + e / np.sqrt(prec), e)
+            E -= np.outer(np.where(on, x, 0.0) - h_old, a)
+            X[:, d] = x
+    else:
+        zero = np.zeros(N)
+        for d in range(Z.shape[1]):
+            ibp.gibbs_column(rng, Z, d, zero, pi, counts)
+
+    keep, pi = ibp.update_sticks(rng, Z)
+    st.X = np.ascontiguousarray(X[:, keep])
+    st.Z = np.ascontiguousarray(Z[:, keep])
+    st.A = np.ascontiguousarray(A[keep])
+    st.pi = pi
+    if prm.fixed_alpha is None:
+        st.alpha = ibp.update_alpha(rng, int(keep.size), N, *prm.alpha_prior)
+    return {"slice": s, "new_dims": int(n_new)}
+
+
+def update_latents(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> None:
+    """Step 4: every row's ``x_i`` from its Gaussian conditional, one batched solve."""
+    N, K = st.X.shape
+    e = rng.standard_normal((N, K))
+    if not prm.use_likelihood or K == 0:
+        st.X = e
+        return
+    Zf = st.Z.astype(np.float64)
+    G = (st.A @ st.A.T) / st.sigma2
+    P = Zf[:, :, None] * Zf[:, None, :] * G + np.eye(K)
+    b = Zf * (st.Y @ st.A.T) / st.sigma2
+    L = np.linalg.cholesky(P)
+    # x = L^-T (L^-1 b + e) has mean P^-1 b and covariance L^-T L^-1 = P^-1.
+    w = np.linalg.solve(L, b[..., None])[..., 0] + e
+    st.X = np.linalg.solve(np.swapaxes(L, 1, 2), w[..., None])[..., 0]
+
+
+def update_loadings(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> None:
+    """Step 5: all columns of ``A`` at once from their shared-precision Gaussian conditional."""
+    K, J = st.A.shape
+    e = rng.standard_normal((K, J))
+    if not prm.use_likelihood or K == 0:
+        st.A = np.sqrt(st.sigma_a2) * e
+        return
+    H = st.H
+    Lam = H.T @ H / st.sigma2 + np.eye(K) / st.sigma_a2
+    L = np.linalg.cholesky(Lam)
+    c = H.T @ st.Y / st.sigma2
+    # A = L^-T (L^-1 c + e): mean Lambda^-1 c, covariance Lambda^-1 for every column. NumPy's
+    # general solve is used on the triangular factors because SciPy's triangular solve cost
+    # milliseconds per call on these tiny systems (a threading overhead of its bundled BLAS).
+    st.A = np.linalg.solve(L.T, np.linalg.solve(L, c) + e)
+
+
+def update_variances(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> None:
+    """Step 6: the conjugate inverse-gamma updates of ``sigma^2`` and ``sigma_A^2``."""
+    a_s, b_s = prm.sigma2_prior
+    if prm.use_likelihood:
+        R = st.Y - st.H @ st.A
+        st.sigma2 = _inv_gamma(rng, a_s + 0.5 * R.size, b_s + 0.5 * float(np.sum(R * R)))
+    else:
+        st.sigma2 = _inv_gamma(rng, a_s, b_s)
+    a_a, b_a = prm.sigma_a2_prior
+    st.sigma_a2 = _inv_gamma(rng, a_a + 0.5 * st.A.size, b_a + 0.5 * float(np.sum(st.A * st.A)))
+
+
+def impute(
+    rng: np.random.Generator, st: LFMState, missing: tuple[np.ndarray, np.ndarray], prm: LFMParams
+) -> None:
+    """Step 7: redraw the unobserved entries from the model (the data augmentation)."""
+    mi, mj = missing
+    if mi.size == 0 or not prm.use_likelihood:
+        return
+    mean = np.einsum("tk,kt->t", st.H[mi], st.A[:, mj])
+    st.Y[mi, mj] = mean + np.sqrt(st.sigma2) * rng.standard_normal(mi.size)
+
+
+def sweep(
+    rng: np.random.Generator, st: LFMState, missing: tuple[np.ndarray, np.ndarray], prm: LFMParams
+) -> dict:
+    """One Gibbs sweep (steps 1-7), updating `st` in place."""
+    info = update_features(rng, st, prm)
+    update_latents(rng, st, prm)
+    update_loadings(rng, st, prm)
+    update_variances(rng, st, prm)
+    impute(rng, st, missing, prm)
+    return info
+
+
+def observed_loglik(st: LFMState, observed: np.ndarray) -> float:
+    """``sum over observed (i, j) of log N(y_ij | h_i a_j, sigma^2)``."""
+    R = (st.Y - st.H @ st.A)[observed]
+    return float(-0.5 * (R.size * (LOG_2PI + np.log(st.sigma2)) + np.sum(R * R) / st.sigma2))
+
+
+# --------------------------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------------------------
+
+
+_INITS = ("ica", "pca", "random")
+
+
+def _check_pair(name: str, value) -> tuple[float, float]:
+    try:
+        a, b = value
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a pair (shape, rate) of positive numbers; got {value!r}") from exc
+    return check_positive(f"{name}[0]", a), check_positive(f"{name}[1]", b)
+
+
+class IBPLinearFactorModel:
+    """IBP linear-Gaussian latent factor model (Knowles and Ghahramani 2011), Gibbs sampled.
+
+    Parameters
+    ----------
+    n_iter, burn_in : sweeps and discarded sweeps (default the first half); every sample after
+        the burn-in is kept for prediction and held-out scoring.
+    init_dims : number of dimensions at the start (every row active in each).
+    init : starting latent positions, ``"ica"`` (default), ``"pca"`` or ``"random"``; see
+        :func:`initial_positions`.
+    random_state : int, SeedSequence, Generator or None; one Generator drives the whole chain.
+    alpha_prior : ``(a, b)`` of ``alpha ~ Gamma(shape a, rate b)``.
+    fixed_alpha : if given, ``alpha`` is held at this value and not sampled.
+    sigma2_prior, sigma_a2_prior : ``(shape, rate)`` of the inverse-gamma priors on the noise
+        variance and on the loading variance.
+    use_likelihood : False switches the data off (the chain samples the prior; a sampler check).
+
+    Attributes
+    ----------
+    n_active_ : ``K+`` after every sweep (burn-in included).
+    mean_active_per_row_ : after every sweep, the mean over rows of the number of active
+        dimensions.
+    log_likelihood_ : observed-data log-likelihood after every sweep.
+    alpha_trace_, sigma2_trace_, sigma_a2_trace_ : the hyperparameters after every sweep.
+    latent_ : ``N x K+`` matrix ``X * Z`` of the final sample, dimensions in decreasing order of
+        use. components_ : the matching ``K+ x J`` loadings ``A``. active_ : the matching ``Z``.
+    latent_samples_, components_samples_, sigma2_samples_ : the kept samples (lists of arrays,
+        since ``K+`` varies; and an array of length S).
+    """
+
+    def __init__(
+        self,
+        n_iter: int = 100,
+        burn_in: int | None = None,
+        init_dims: int = 2,
+        random_state=None,
+        alpha_prior: tuple[float, float] = (1.0, 1.0),
+        fixed_alpha: float | None = None,
+        use_likelihood: bool = True,
+        sigma2_prior: tuple[float, float] = (1.0, 1.0),
+        sigma_a2_prior: tuple[float, float] = (1.0, 1.0),
+        init: str = "ica",
+    ) -> None:
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.init_dims = init_dims
+        self.random_state = random_state
+        self.alpha_prior = alpha_prior
+        self.fixed_alpha = fixed_alpha
+        self.use_likelihood = use_likelihood
+        self.sigma2_prior = sigma2_prior
+        self.sigma_a2_prior = sigma_a2_prior
+        self.init = init
+
+    def _check_params(self) -> tuple[int, int, int, LFMParams]:
+        n_iter, burn_in = resolve_burn_in(self.n_iter, self.burn_in)
+        init_dims = check_int("init_dims", self.init_dims, 0)
+        if self.init not in _INITS:
+            raise ValueError(f"init must be one of {', '.join(map(repr, _INITS))}; got {self.init!r}")
+        fixed = None if self.fixed_alpha is None else check_positive("fixed_alpha", self.fixed_alpha)
+        if not isinstance(self.use_likelihood, (bool, np.bool_, numbers.Integral)):
+            raise ValueError(f"use_likelihood must be a bool; got {self.use_likelihood!r}")
+        prm = LFMParams(
+            alpha_prior=_check_pair("alpha_prior", self.alpha_prior),
+            fixed_alpha=fixed,
+            sigma2_prior=_check_pair("sigma2_prior", self.sigma2_prior),
+            sigma_a2_prior=_check_pair("sigma_a2_prior", self.sigma_a2_prior),
+            use_likelihood=bool(self.use_likelihood),
+        )
+        return n_iter, burn_in, init_dims, prm
+
+    def fit(self, Y) -> IBPLinearFactorModel:
+        """Run the Gibbs sampler on `Y` (``N x J``, NaN = unobserved)."""
+        Y = as_data_matrix(Y)
+        n_iter, burn_in, init_dims, prm = self._check_params()
+        rng = check_random_state(self.random_state)
+        N, J = Y.shape
+        observed = ~np.isnan(Y)
+        missing = np.nonzero(~observed)
+
+        st = init_state(rng, Y, missing, init_dims, prm, self.init)
+        k_plus = np.empty(n_iter, dtype=np.int64)
+        per_row = np.empty(n_iter)
+        loglik = np.empty(n_iter)
+        alpha = np.empty(n_iter)
+        sigma2 = np.empty(n_iter)
+        sigma_a2 = np.empty(n_iter)
+        H_s: list[np.ndarray] = []
+        A_s: list[np.ndarray] = []
+        for it in range(n_iter):
+            sweep(rng, st, missing, prm)
+            k_plus[it] = st.Z.shape[1]
+            per_row[it] = st.Z.sum(axis=1).mean()
+            loglik[it] = observed_loglik(st, observed)
+            alpha[it], sigma2[it], sigma_a2[it] = st.alpha, st.sigma2, st.sigma_a2
+            if it >= burn_in:
+                H_s.append(st.H)
+                A_s.append(st.A.copy())
+
+        order = np.argsort(-st.Z.sum(axis=0), kind="stable")
+        self.n_active_ = k_plus
+        self.mean_active_per_row_ = per_row
+        self.log_likelihood_ = loglik
+        self.alpha_trace_ = alpha
+        self.sigma2_trace_ = sigma2
+        self.sigma_a2_trace_ = sigma_a2
+        self.latent_ = st.H[:, order]
+        self.components_ = st.A[order].copy()
+        self.active_ = st.Z[:, order].copy()
+        self.latent_samples_ = H_s
+        self.components_samples_ = A_s
+        self.sigma2_samples_ = sigma2[burn_in:].copy()
+        self.n_features_in_ = J
+        self._shape = (N, J)
+        return self
+
+    def predict(self) -> np.ndarray:
+        """Posterior-mean reconstruction ``E[H A]`` over the kept samples (``N x J``)."""
+        check_fitted(self, "latent_")
+        out = np.zeros(self._shape)
+        for H, A in zip(self.latent_samples_, self.components_samples_, strict=True):
+            out += H @ A
+        return out / len(self.latent_samples_)
+
+    def pointwise_log_predictive(self, Y_heldout) -> np.ndarray:
+        """``S x n_test`` log densities ``log N(y_ij | h_i a_j, sigma^2)`` of each kept sample at
+        each non-NaN entry of `Y_heldout` (row-major order of the entries)."""
+        check_fitted(self, "latent_")
+        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=False)
+        S = len(self.latent_samples_)
+        out = np.empty((S, rows.size))
+        # One pass per kept sample (S is the number of kept sweeps); each is vectorised over entries.
+        for s, (H, A) in enumerate(zip(self.latent_samples_, self.components_samples_, strict=True)):
+            mean = np.einsum("tk,kt->t", H[rows], A[:, cols])
+            out[s] = gaussian_logpdf(vals, mean, self.sigma2_samples_[s])
+        return out
+
+    def log_predictive_density(self, Y_heldout) -> float:
+        """Held-out ``sum_t log((1/S) sum_s p(y_t | theta_s))`` (SPEC section 3)."""
+        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout))
+
+    def score(self, Y_heldout) -> float:
+        """Held-out log predictive density per scored entry (higher is better)."""
+        logp = self.pointwise_log_predictive(Y_heldout)
+        return lpd_from_samples(logp) / logp.shape[1]
