@@ -322,7 +322,8 @@ def _progress(total: int, verbose: bool):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="sweep", desc="MCMC")
+    # tqdm reports sweeps per second; the chain adds the current K+ as a postfix.
+    return tqdm(total=total, unit="sweep", desc="MCMC", dynamic_ncols=True)
 
 
 class IBPRFLVM(_RFLVMBase):
