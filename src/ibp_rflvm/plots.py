@@ -12,6 +12,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
+def _save(fig, path: str | Path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def latent_heatmaps(
     latents: Sequence[np.ndarray],
     titles: Sequence[str],
@@ -54,12 +63,7 @@ def latent_heatmaps(
         axes[0, 0].set_yticklabels(names, fontsize=7, rotation=90, va="center")
     if suptitle:
         fig.suptitle(suptitle)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def trace_plot(
@@ -74,9 +78,4 @@ def trace_plot(
     ax.set_xlabel("sweep")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

@@ -196,22 +196,20 @@ def _apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2):
         Q[j] = Qn[j]
 
 
+@njit(cache=True)
+def _row_buffers(L, J, K):
+    """Work arrays of the row kernels: feature rows (L), per-column terms (J), the 2 x 2 system."""
+    return (np.empty(L), np.empty(L), np.empty(L), np.empty(J), np.empty(J), np.empty(J),
+            np.empty(J), np.empty(J), np.empty(4), np.empty(K))  # fmt: skip
+
+
 @njit(cache=True, fastmath=FAST)
 def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
     """Elliptical slice sampling (Murray, Adams and MacKay 2010) of each row of ``X`` in turn."""
     N, K = X.shape
     L = Phi.shape[1]
     J = Y.shape[1]
-    phi_new = np.empty(L)
-    v = np.empty(L)
-    u = np.empty(L)
-    r = np.empty(J)
-    s = np.empty(J)
-    w1 = np.empty(J)
-    w2 = np.empty(J)
-    Qn = np.empty(J)
-    m2 = np.empty(4)
-    h = np.empty(K)
+    phi_new, v, u, r, s, w1, w2, Qn, m2, h = _row_buffers(L, J, K)
     x_new = np.empty(K)
     nu = np.empty(K)
     n_evals = 0
@@ -269,16 +267,7 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
     N, K = X.shape
     L = Phi.shape[1]
     J = Y.shape[1]
-    phi_new = np.empty(L)
-    v = np.empty(L)
-    u = np.empty(L)
-    r = np.empty(J)
-    s = np.empty(J)
-    w1 = np.empty(J)
-    w2 = np.empty(J)
-    Qn = np.empty(J)
-    m2 = np.empty(4)
-    h = np.empty(K)
+    phi_new, v, u, r, s, w1, w2, Qn, m2, h = _row_buffers(L, J, K)
     n_flips = 0
     for i in range(N):
         _prepare_row(Phi[i], A, P, v, r)
