@@ -71,3 +71,20 @@ def test_dense_model_has_no_alpha():
     Y = make_cambridge(40, random_state=0)["Y"][:, :8]
     m = RFLVM(n_iter=6, n_frequencies=6, random_state=0).fit(Y)
     assert "alpha" not in m.to_inference_data().posterior
+
+
+def test_chains_run_on_a_dask_cluster_when_configured():
+    distributed = pytest.importorskip("distributed")
+    import joblib
+
+    Y = make_cambridge(40, random_state=0)["Y"][:, :8]
+    kw = {"n_iter": 6, "n_frequencies": 6, "random_state": 4, "n_chains": 2}
+    local = IBPRFLVM(**kw).fit(Y)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream, joblib.parallel_backend("dask"):
+            remote = IBPRFLVM(**kw).fit(Y)
+        assert len(stream.data) >= 2, "the chains ran on the cluster's workers"
+    np.testing.assert_array_equal(remote.traces_["loglik"], local.traces_["loglik"])
