@@ -45,7 +45,7 @@ def _prior_chain(data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0,
 @pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
 def test_ibp_prior_matches_poisson(data_cols):
     n, alpha = 10, 2.0
-    k_plus, row_counts = _prior_chain(data_cols, 6000, n=n, alpha=alpha)
+    k_plus, row_counts = _prior_chain(data_cols, 4000, n=n, alpha=alpha)
     target = alpha * ibp.harmonic(n)  # 5.858
     mean, se = batch_mean_se(k_plus)
     assert abs(mean - target) < 4 * se, (mean, target, se)
