@@ -43,7 +43,10 @@ class ChainRecord:
         self.n_components.append(info["n_components"])
         if keep:
             lik = spec.likelihood
-            mean = lik.mean(state.phi(spec.bias) @ state.params["beta"], state.params)
+            psi = state.phi(spec.bias) @ state.params["beta"]
+            # Count likelihoods may need the training-row index (binomial trials per entry).
+            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0])}
+            mean = lik.mean(psi, state.params, **kw)
             if self.reconstruction_sum is None:
                 self.reconstruction_sum = np.zeros_like(mean)
             self.reconstruction_sum += mean

@@ -46,14 +46,13 @@ tables (about ``r log m``), not with ``m``, so large counts (bike counters) stay
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
 from .._validation import as_data_matrix, check_counts, check_random_state
 from ..evaluation.metrics import poisson_logpmf
+from ..samplers.crt import crt_draw
 from ._common import (
     CountScoresMixin,
     check_fitted,
@@ -65,47 +64,8 @@ from ._common import (
 )
 
 _TINY = 1e-300
-# Counts up to this size use the plain sum of Bernoullis for CRT; above it, skip-ahead.
-_CRT_DIRECT_MAX = 256
 # Keeps log(1 - p) finite if a Beta draw rounds to one.
 _MAX_P = 1.0 - 1e-15
-
-
-@njit(cache=True)
-def _crt(rng, m, r):
-    """One draw of CRT(m, r): the number of tables after m customers of a CRP with
-    concentration r, i.e. ``1 + sum_{t=1}^{m-1} Bernoulli(r / (r + t))`` for m > 0."""
-    if m <= 0:
-        return 0
-    if r <= 0.0:
-        return 1
-    tables = 1
-    if m <= _CRT_DIRECT_MAX:
-        for t in range(1, m):
-            if rng.random() < r / (r + t):
-                tables += 1
-        return tables
-    # The probability of no new table at t..u is prod_{s=t}^{u} s / (r + s), whose log is
-    # lgamma(u + 1) - lgamma(t) - lgamma(r + u + 1) + lgamma(r + t), decreasing in u. The next
-    # table opens at the smallest u with that survival below a uniform draw (inversion).
-    t = 1
-    while t <= m - 1:
-        log_u = math.log(rng.random())
-        base = math.lgamma(r + t) - math.lgamma(float(t))
-        # Survival all the way through u = m - 1: no further table.
-        if math.lgamma(float(m)) - math.lgamma(r + m) + base >= log_u:
-            break
-        lo = t
-        hi = m - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if math.lgamma(mid + 1.0) - math.lgamma(r + mid + 1.0) + base < log_u:
-                hi = mid
-            else:
-                lo = mid + 1
-        tables += 1
-        t = lo + 1
-    return tables
 
 
 @njit(cache=True)
@@ -115,7 +75,7 @@ def _crt_totals(rng, m_ik, r):
     out = np.zeros(K, dtype=np.float64)
     for i in range(n):
         for k in range(K):
-            out[k] += _crt(rng, m_ik[i, k], r[k])
+            out[k] += crt_draw(rng, m_ik[i, k], r[k])
     return out
 
 

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from .bernoulli import BernoulliLikelihood
+from .binomial import BinomialLikelihood
 from .gaussian import GaussianLikelihood
+from .multinomial import MultinomialLikelihood
+from .negbinom import NegBinomLikelihood
+from .poisson import PoissonLikelihood
 
 #: name -> class; each class takes its hyperparameters as keyword arguments.
-REGISTRY: dict[str, type] = {"gaussian": GaussianLikelihood}
+REGISTRY: dict[str, type] = {
+    "gaussian": GaussianLikelihood,
+    "negbinom": NegBinomLikelihood,
+    "poisson": PoissonLikelihood,
+    "multinomial": MultinomialLikelihood,
+    "bernoulli": BernoulliLikelihood,
+    "binomial": BinomialLikelihood,
+}
 
 
 def make_likelihood(name: str, **hyper):
@@ -17,4 +29,13 @@ def make_likelihood(name: str, **hyper):
     return cls(**hyper)
 
 
-__all__ = ["REGISTRY", "GaussianLikelihood", "make_likelihood"]
+__all__ = [
+    "REGISTRY",
+    "BernoulliLikelihood",
+    "BinomialLikelihood",
+    "GaussianLikelihood",
+    "MultinomialLikelihood",
+    "NegBinomLikelihood",
+    "PoissonLikelihood",
+    "make_likelihood",
+]

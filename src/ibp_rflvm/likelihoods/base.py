@@ -75,10 +75,23 @@ class Likelihood(ABC):
 
     @abstractmethod
     def logpdf_entries(
-        self, y: np.ndarray, psi: np.ndarray, params: dict, rows: np.ndarray, cols: np.ndarray, prep: Prepared
+        self,
+        y: np.ndarray,
+        psi_u: np.ndarray,
+        row_pos: np.ndarray,
+        cols: np.ndarray,
+        params: dict,
+        prep: Prepared | None = None,
+        rows: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Log density of single held-out entries ``y`` with linear predictors ``psi``."""
+        """Log density of single held-out entries ``y``.
+
+        ``psi_u`` holds the linear predictors of the distinct rows involved (all ``J`` columns);
+        entry ``t`` is at ``psi_u[row_pos[t], cols[t]]``; ``rows`` maps each row of ``psi_u`` to
+        its training-row index, for likelihoods with per-entry constants (binomial trials).
+        """
 
     @abstractmethod
-    def mean(self, psi: np.ndarray, params: dict) -> np.ndarray:
-        """Predicted mean of each entry (``psi`` is ``n x J``), the quantity perplexity uses."""
+    def mean(self, psi: np.ndarray, params: dict, rows: np.ndarray | None = None) -> np.ndarray:
+        """Predicted mean of each entry (``psi`` is ``n x J`` for training rows `rows`), the
+        quantity perplexity normalises."""

@@ -1,0 +1,138 @@
+"""Joint-distribution ("getting it right", Geweke 2004) tests of the sweep with each count likelihood.
+
+Alternate ``Y ~ p(Y | theta)`` and one sweep ``theta ~ T(theta | Y)``. If every step leaves the
+posterior invariant, ``theta`` is distributed as the prior, so test functions with known prior
+expectations must match within their Monte Carlo error (batch means). Each run keeps one entry
+unobserved, so the masked paths are exercised too.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+from scipy.special import expit
+
+from ibp_rflvm import model
+from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.samplers import ibp
+
+from .test_ibp import batch_mean_se
+from .test_joint_distribution import P_W_INSIDE
+
+N, J, M = 6, 3, 3
+SCALE = 0.7  # prior sd of beta: keeps counts small, so PG shapes stay below the normal-approximation range
+E0, F0 = 2.0, 2.0
+N_TRIALS = 3
+ROW_TOTAL = 3
+
+
+def _draw_negbinom(rng, psi, params, observed):
+    r = np.broadcast_to(params["r"], psi.shape)
+    # numpy's NB counts failures with success probability 1 - p, so its mean is r p / (1 - p).
+    return rng.negative_binomial(r, expit(-psi)).astype(float)
+
+
+def _draw_poisson(rng, psi, params, observed):
+    return rng.poisson(np.exp(psi)).astype(float)
+
+
+def _draw_bernoulli(rng, psi, params, observed):
+    return (rng.random(psi.shape) < expit(psi)).astype(float)
+
+
+def _draw_binomial(rng, psi, params, observed):
+    return rng.binomial(N_TRIALS, expit(psi)).astype(float)
+
+
+def _draw_multinomial(rng, psi, params, observed):
+    Y = np.zeros(psi.shape)
+    for i in range(psi.shape[0]):  # test code: a handful of rows
+        cats = np.flatnonzero(observed[i])
+        p = np.exp(psi[i, cats] - psi[i, cats].max())
+        Y[i, cats] = rng.multinomial(ROW_TOTAL, p / p.sum())
+    return Y
+
+
+CASES = {
+    "negbinom": ({"e0": E0, "f0": F0, "prior_scale": SCALE}, _draw_negbinom),
+    "poisson": ({"prior_scale": SCALE}, _draw_poisson),
+    "bernoulli": ({"prior_scale": SCALE}, _draw_bernoulli),
+    "binomial": ({"n_trials": N_TRIALS, "prior_scale": SCALE}, _draw_binomial),
+    "multinomial": ({"prior_scale": SCALE}, _draw_multinomial),
+}
+
+
+def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300):
+    hyper, draw = CASES[name]
+    lik = make_likelihood(name, **hyper)
+    spec = model.ModelSpec(
+        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik
+    )
+    rng = np.random.default_rng(seed)
+    observed = np.ones((N, J), dtype=bool)
+    observed[0, 1] = False
+    Y = np.where(observed, 1.0, np.nan)
+    data = model.Data.from_array(Y, lik)
+    state = model.init_state(rng, data, spec)
+    free = J - 1 if name == "multinomial" else J
+    out = {k: [] for k in ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr")}
+    for _ in range(n_sweeps):
+        psi = state.phi(spec.bias) @ state.params["beta"]
+        Y = np.where(observed, draw(rng, psi, state.params, observed), np.nan)
+        data = model.Data.from_array(Y, lik)
+        state, _ = model.sweep(rng, state, data, spec)
+        beta = state.params["beta"][:, :free] / SCALE
+        out["alpha"].append(state.alpha)
+        out["eta"].append(state.eta)
+        out["k_plus"].append(state.k_plus)
+        out["x2"].append(np.sum(state.X**2 - 1.0))
+        out["w_in"].append(np.sum((np.abs(state.W) < 1.0) - P_W_INSIDE))
+        out["beta1"].append(np.sum(beta))
+        out["beta2"].append(np.sum(beta**2 - 1.0))
+        if name == "negbinom":
+            out["r"].append(np.mean(state.params["r"]))
+            out["logr"].append(np.mean(np.log(state.params["r"])))
+        if name == "multinomial":
+            assert np.all(state.params["beta"][:, -1] == 0.0)
+    return {k: np.asarray(v[burn:], dtype=float) for k, v in out.items() if v}
+
+
+def _expected(name, ibp_on):
+    exp = {"eta": 1.0, "x2": 0.0, "w_in": 0.0, "beta1": 0.0, "beta2": 0.0}
+    if ibp_on:
+        exp["alpha"] = 1.0
+        exp["k_plus"] = 1.0 * ibp.harmonic(N)
+    if name == "negbinom":
+        exp["r"] = E0 / F0
+        exp["logr"] = special.digamma(E0) - math.log(F0)
+    return exp
+
+
+def _check(draws, expected):
+    failures, report = [], []
+    for key, target in expected.items():
+        mean, se = batch_mean_se(draws[key])
+        report.append(f"{key}: {mean:.3f} vs {target:.3f} (MCSE {se:.3f})")
+        if abs(mean - target) > 4.0 * se:
+            failures.append(report[-1])
+    assert not failures, failures
+    return report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "ibp_on", "n_sweeps"),
+    [
+        ("negbinom", True, 4000),
+        ("negbinom", False, 3000),
+        ("poisson", True, 4000),
+        ("bernoulli", True, 4000),
+        ("binomial", True, 4000),
+        ("multinomial", True, 4000),
+    ],
+)
+def test_count_sweep_gets_it_right(name, ibp_on, n_sweeps):
+    draws = _successive_conditional(name, ibp_on, n_sweeps)
+    report = _check(draws, _expected(name, ibp_on))
+    print(name, "ibp" if ibp_on else "dense", "; ".join(report))
