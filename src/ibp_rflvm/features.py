@@ -11,10 +11,6 @@ import numpy as np
 from numba import njit
 
 
-def n_features(n_frequencies: int, bias: bool) -> int:
-    return 2 * n_frequencies + int(bias)
-
-
 def feature_map(H: np.ndarray, W: np.ndarray, bias: bool = False) -> np.ndarray:
     """The ``N x L`` feature matrix of latent inputs `H` (``N x K``) and frequencies `W` (``M x K``)."""
     M = W.shape[0]

@@ -9,7 +9,7 @@ draw of the sweep, compiled kernels included, so a seed fixes the whole chain.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -278,6 +278,3 @@ def sweep(
     info["n_components"] = int(w.zeta.max()) + 1
     return new, info
 
-
-def with_sweep(state: ChainState, sweep_index: int) -> ChainState:
-    return replace(state, sweep=sweep_index)
