@@ -1,0 +1,349 @@
+"""`ibp-rflvm reproduce`: cell files, tables, figures, resuming, shared masks, and Dask.
+
+Everything runs on breast cancer (bundled with scikit-learn) and the generated Cambridge data, cut
+to 60 rows, with 4 sweeps and 8 frequencies, so no data file is needed and the module stays fast.
+"""
+
+import csv
+import json
+import math
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from ibp_rflvm.cli import main
+from ibp_rflvm.datasets import holdout_mask
+from ibp_rflvm.evaluation import harness
+from ibp_rflvm.evaluation.harness import (
+    METHODS,
+    ReproduceError,
+    RunConfig,
+    load_records,
+    make_plan,
+    mask_digest,
+    method_key,
+    reproduce,
+    split_for,
+)
+
+SMALL = ["--n-iter", "4", "--n-frequencies", "8", "--max-rows", "60", "--quiet"]
+CFG = RunConfig(n_iter=4, n_frequencies=8, max_rows=60)
+
+
+def _by_id(out):
+    return {r["cell"]: r for r in load_records(out)}
+
+
+def _mtimes(out):
+    return {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()}
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    """One small run through the CLI with two local worker processes (the default backend)."""
+    out = tmp_path_factory.mktemp("reproduce") / "out"
+    code = main(
+        [
+            "reproduce",
+            "all",
+            "--datasets",
+            "cancer,cambridge",
+            "--methods",
+            "IBP-RFLVM,RFLVM",
+            "--trials",
+            "2",
+            "--n-jobs",
+            "2",
+            "--out",
+            str(out),
+            *SMALL,
+        ]
+    )
+    assert code == 0
+    return out
+
+
+def test_cell_files_hold_metrics_dims_traces_and_latents(e2e):
+    records = _by_id(e2e)
+    expected = {
+        f"{d}__{m}__t{k}" for d in ("cancer", "cambridge") for m in ("ibp-rflvm", "rflvm") for k in (0, 1)
+    }
+    assert set(records) == expected
+    for cid, r in records.items():
+        m = r["metrics"]
+        assert math.isfinite(m["lpd_sum"]) and m["lpd_sum"] < 0
+        assert m["lpd_per_entry"] == pytest.approx(m["lpd_sum"] / r["n_test"])
+        assert r["n_test"] == round(0.2 * 60 * r["shape"][1])
+        assert r["seconds"] > 0 and r["settings"]["n_iter"] == 4 and r["settings"]["max_rows"] == 60
+        latent = np.load(e2e / "cells" / r["latent_file"])
+        assert list(latent.shape) == r["latent_shape"] and latent.shape[0] == 60
+        if r["method"] == "ibp-rflvm":
+            assert r["D"] is None and len(r["k_plus_trace"]) == 4
+            assert r["k_plus_final"] == r["k_plus_trace"][-1]
+        else:
+            # The dense model's D is its IBP counterpart's final K+ in the same trial.
+            parent = records[cid.replace("__rflvm__", "__ibp-rflvm__")]
+            assert r["D_from"] == parent["cell"]
+            assert r["D"] == max(1, parent["k_plus_final"])
+    log = (e2e / "reproduce.log").read_text()
+    assert all(cid in log for cid in expected)
+    assert not list((e2e / "cells").glob(".*.tmp"))  # atomic writes leave no temporary files
+
+
+def test_tables_markdown_csv_latex_with_bold_best_and_paper_figures(e2e):
+    tables = e2e / "tables"
+    for ext in ("md", "csv", "tex"):
+        assert (tables / f"table1.{ext}").stat().st_size > 0
+    assert not (tables / "table2.md").exists()  # no count data set was selected
+    with open(tables / "table1.csv") as f:
+        rows = list(csv.DictReader(f))
+    # Best per column: the highest mean LPD of each (metric, data set, source) is flagged.
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["metric"], r["dataset"], r["source"]), []).append(r)
+    assert {k[2] for k in groups} == {"ours", "paper"}
+    for group in groups.values():
+        best = max(group, key=lambda r: float(r["mean"]))
+        assert [r["best"] for r in group].count("True") == 1 and best["best"] == "True"
+    ours = {(r["metric"], r["dataset"], r["method"]): r for r in rows if r["source"] == "ours"}
+    assert ours[("lpd_sum", "cancer", "ibp-rflvm")]["n_trials"] == "2"
+
+    md = (tables / "table1.md").read_text()
+    assert "6.68e+03 (114.16)" in md and "9.91e+03 (896.54)" in md  # the paper's own figures
+    assert "not held-out densities" in md
+    # In the Markdown, the bold entry of our Cancer column is the flagged one.
+    block = md.split("## ")[1].splitlines()
+    body = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in block if line.startswith("| ")}
+    best_method = next(
+        r["method_name"]
+        for r in rows
+        if r["metric"] == "lpd_sum"
+        and r["dataset"] == "cancer"
+        and r["source"] == "ours"
+        and r["best"] == "True"
+    )
+    assert body[best_method].startswith("**")
+    assert sum(v.startswith("**") for k, v in body.items() if k != "method") == 1
+    tex = (tables / "table1.tex").read_text()
+    assert r"\textbf{" in tex and r"\begin{tabular}" in tex and "6.68e+03 (114.16)" in tex
+    assert "not held-out densities" in tex
+
+
+def test_figure_png_from_trial_zero_latents(e2e):
+    png = e2e / "figures" / "fig1_cancer_latent.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size > 5000
+    assert not (e2e / "figures" / "fig2_congress_latent.png").exists()
+
+
+def test_rerun_skips_finished_cells_and_adds_only_new_ones(e2e, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(e2e, out)
+    before = _mtimes(out)
+    kw = {
+        "config": CFG,
+        "datasets": "cancer,cambridge",
+        "methods": "ibp-rflvm,rflvm",
+        "n_jobs": 1,
+        "progress": False,
+        "echo": lambda s: None,
+    }
+    again = reproduce("table1", out, trials=2, **kw)
+    assert again.computed == [] and len(again.skipped) == 8
+    assert _mtimes(out) == before
+    more = reproduce("table1", out, trials=3, **{**kw, "datasets": "cambridge"})
+    assert sorted(more.computed) == ["cambridge__ibp-rflvm__t2", "cambridge__rflvm__t2"]
+    after = _mtimes(out)
+    assert {k: after[k] for k in before} == before
+
+
+def test_other_settings_in_the_same_folder_are_refused(e2e, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(e2e, out)
+    code = main(
+        [
+            "reproduce",
+            "table1",
+            "--datasets",
+            "cancer",
+            "--methods",
+            "ibp-rflvm",
+            "--trials",
+            "1",
+            "--out",
+            str(out),
+            "--n-jobs",
+            "1",
+            *SMALL[:-1],
+            "--n-iter",
+            "6",
+        ]
+    )
+    assert code == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("failure", [RuntimeError, KeyboardInterrupt])
+def test_failed_or_interrupted_run_resumes_without_recomputing(tmp_path, monkeypatch, failure):
+    out = tmp_path / "out"
+    real = harness.compute_cell
+    bad = "cambridge__rflvm__t0"
+
+    def flaky(task):
+        if task.cell.id == bad:
+            raise failure("injected")
+        return real(task)
+
+    kw = {
+        "config": CFG,
+        "datasets": "cambridge",
+        "methods": "ibp-rflvm,rflvm",
+        "n_jobs": 1,
+        "progress": False,
+        "echo": lambda s: None,
+    }
+    monkeypatch.setattr(harness, "compute_cell", flaky)
+    first = reproduce("table1", out, trials=2, **kw)
+    if failure is KeyboardInterrupt:
+        # The run stops at the interrupted cell; what finished before it is kept.
+        assert first.interrupted and first.computed and bad not in first.computed
+        assert len(first.computed) < 4 and not first.failed
+    else:
+        assert first.failed == [bad] and len(first.computed) == 3
+        assert "injected" in (out / "errors" / f"{bad}.txt").read_text()
+    finished = _mtimes(out)
+    monkeypatch.setattr(harness, "compute_cell", real)
+    second = reproduce("table1", out, trials=2, **kw)
+    assert bad in second.computed
+    assert not set(second.computed) & set(first.computed)
+    assert set(second.skipped) == set(first.computed)
+    after = _mtimes(out)
+    assert {k: after[k] for k in finished} == finished
+    assert len(load_records(out)) == 4 and not (out / "errors" / f"{bad}.txt").exists()
+
+
+def test_interrupt_exit_code_from_cli(tmp_path, monkeypatch):
+    def interrupted(task):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(harness, "compute_cell", interrupted)
+    code = main(
+        [
+            "reproduce",
+            "table1",
+            "--datasets",
+            "cancer",
+            "--methods",
+            "ibp-rflvm",
+            "--trials",
+            "1",
+            "--n-jobs",
+            "1",
+            "--out",
+            str(tmp_path),
+            *SMALL,
+        ]
+    )
+    assert code == 130
+
+
+def test_one_mask_per_dataset_and_trial_shared_by_methods_and_reruns(e2e):
+    records = _by_id(e2e)
+    Y = harness.dataset_arrays("cancer", False, None, 60)[0]
+    for d in ("cancer", "cambridge"):
+        for k in (0, 1):
+            a, b = records[f"{d}__ibp-rflvm__t{k}"], records[f"{d}__rflvm__t{k}"]
+            assert a["mask_seed"] == b["mask_seed"] and a["mask_digest"] == b["mask_digest"]
+            assert a["model_seed"] != b["model_seed"]
+        assert records[f"{d}__ibp-rflvm__t0"]["mask_digest"] != records[f"{d}__ibp-rflvm__t1"]["mask_digest"]
+    first = split_for(Y, "cancer", 1)
+    again = split_for(Y.copy(), "cancer", 1)
+    assert first[3] == again[3] == records["cancer__rflvm__t1"]["mask_digest"]
+    np.testing.assert_array_equal(first[1], again[1])
+    direct = holdout_mask(Y, 0.2, random_state=records["cancer__rflvm__t1"]["mask_seed"])[1]
+    assert mask_digest(direct) == first[3]
+    # Entries missing in the data are never held out.
+    Z = Y.copy()
+    Z[::7, 3] = np.nan
+    _, Z_test, _, _ = split_for(Z, "cancer", 0)
+    assert np.all(np.isnan(Z_test[np.isnan(Z)]))
+
+
+def test_methods_pairings_and_skips():
+    assert method_key("IBP-RFLVM") == "ibp-rflvm" and method_key("nb ibp rflvm") == "nb-ibp-rflvm"
+    assert method_key("Multinomial RFLVM") == "multinomial-rflvm" and method_key("GPLVM") == "gplvm"
+    with pytest.raises(ReproduceError):
+        method_key("svd")
+    parents = {k: m.parent for k, m in METHODS.items() if m.parent}
+    assert parents == {
+        "rflvm": "ibp-rflvm",
+        "gplvm": "ibp-rflvm",
+        "nb-rflvm": "nb-ibp-rflvm",
+        "poisson-rflvm": "poisson-ibp-rflvm",
+        "multinomial-rflvm": "multinomial-ibp-rflvm",
+        "pfa": "poisson-ibp-rflvm",
+        "lda": "multinomial-ibp-rflvm",
+    }
+    # Asking for a finite model alone brings in the IBP cells that set its D.
+    plan = make_plan("table1", 2, CFG, datasets="cancer", methods="rflvm")
+    assert {c.method for c in plan.cells} == {"rflvm", "ibp-rflvm"} and len(plan.cells) == 4
+    assert any("IBP-RFLVM: added" in n for n in plan.notes)
+    with pytest.raises(ReproduceError):
+        make_plan("table1", 1, CFG, datasets="congress")
+
+
+def test_unregistered_count_likelihood_skips_its_cells(monkeypatch):
+    from ibp_rflvm import likelihoods
+
+    registry = {k: v for k, v in likelihoods.REGISTRY.items() if k != "negbinom"}
+    monkeypatch.setattr(likelihoods, "REGISTRY", registry)
+    assert harness.method_available("nb-ibp-rflvm") is not None
+    assert "negbinom" in harness.method_available("nb-rflvm")
+    # Only the methods matter here: stub the data check so no count file is needed.
+    monkeypatch.setattr(harness, "dataset_available", lambda name, cfg: None)
+    plan = make_plan("table2", 1, CFG, datasets="montreal")
+    methods = {c.method for c in plan.cells}
+    assert "nb-ibp-rflvm" not in methods and "nb-rflvm" not in methods
+    assert {"poisson-ibp-rflvm", "pfa", "lda", "multinomial-ibp-rflvm"} <= methods
+    assert sum("skipped" in n and "negbinom" in n for n in plan.notes) == 2
+
+
+def test_absent_ovarian_file_is_a_note_not_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("IBP_RFLVM_DATA", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    harness.dataset_arrays.cache_clear()
+    plan = make_plan("table1", 1, CFG, datasets="ovarian,cancer", methods="ibp-lfm")
+    assert [c.dataset for c in plan.cells] == ["cancer"]
+    assert any(n.startswith("ovarian: skipped, data file absent") for n in plan.notes)
+
+
+def test_dask_local_cluster_gives_the_same_cells(e2e, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        summary = reproduce(
+            "table1",
+            tmp_path / "out",
+            trials=1,
+            config=CFG,
+            datasets="cambridge",
+            methods="ibp-rflvm,rflvm",
+            scheduler=cluster.scheduler_address,
+            progress=False,
+            echo=lambda s: None,
+        )
+    assert sorted(summary.computed) == ["cambridge__ibp-rflvm__t0", "cambridge__rflvm__t0"]
+    ours, local = _by_id(tmp_path / "out"), _by_id(e2e)
+    for cid, r in ours.items():
+        assert int(r["worker"].rsplit(":", 1)[1]) != os.getpid()
+        # Same seeds, same settings: the cluster reproduces the local processes' numbers exactly.
+        assert r["metrics"] == local[cid]["metrics"] and r["mask_digest"] == local[cid]["mask_digest"]
+    assert (tmp_path / "out" / "tables" / "table1.md").exists()
+
+
+def test_cell_json_is_plain_json(e2e):
+    for p in (e2e / "cells").glob("*.json"):
+        json.loads(p.read_text())  # allow_nan=False on writing: strict JSON
