@@ -6,6 +6,8 @@ sampler with a NumPy traceback, and never produce a silently wrong result.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 
@@ -114,3 +116,33 @@ def check_random_state(random_state) -> np.random.Generator:
         f"random_state must be None, an int, a SeedSequence or a numpy Generator; got "
         f"{type(random_state).__name__}"
     )
+
+
+def check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_positive(name: str, value) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a positive number; got {value!r}") from exc
+    if not np.isfinite(out) or out <= 0.0:
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
+    return out
+
+
+def resolve_burn_in(n_iter, burn_in) -> tuple[int, int]:
+    """Validated ``(n_iter, burn_in)``; the default burn-in is the first half (SPEC section 3)."""
+    n_iter = check_int("n_iter", n_iter, 1)
+    if burn_in is None:
+        burn_in = n_iter // 2
+    burn_in = check_int("burn_in", burn_in, 0)
+    if burn_in >= n_iter:
+        raise ValueError(
+            f"burn_in ({burn_in}) must be smaller than n_iter ({n_iter}) so that at least one "
+            f"sample is kept"
+        )
+    return n_iter, burn_in

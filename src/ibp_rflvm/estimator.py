@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from threadpoolctl import threadpool_limits
 
-from ._validation import as_data_matrix, check_random_state
+from ._validation import as_data_matrix, check_int, check_random_state, resolve_burn_in
 from .chain import ChainResult, run_chain
 from .evaluation.metrics import heldout_entries, lpd_from_samples
 from .evaluation.metrics import perplexity as perplexity_metric
@@ -34,17 +34,14 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         if not isinstance(self.likelihood, str):
             raise ValueError(f"likelihood must be a name such as 'gaussian'; got {self.likelihood!r}")
         lik = make_likelihood(self.likelihood, **dict(self.likelihood_params or {}))
-        for name in ("n_frequencies", "n_iter"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
-        n_dims = self._n_dims()
-        if not isinstance(n_dims, (int, np.integer)) or n_dims < (1 if not self._ibp else 0):
-            raise ValueError(f"the number of latent dimensions must be a positive integer; got {n_dims!r}")
+        n_frequencies = check_int("n_frequencies", self.n_frequencies, 1)
+        check_int("n_iter", self.n_iter, 1)
+        name, minimum = ("init_dims", 0) if self._ibp else ("n_components", 1)
+        n_dims = check_int(name, self._n_dims(), minimum)
         return ModelSpec(
-            n_frequencies=int(self.n_frequencies),
+            n_frequencies=n_frequencies,
             ibp=self._ibp,
-            n_dims=int(n_dims),
+            n_dims=n_dims,
             bias=lik.default_bias if self.bias is None else bool(self.bias),
             alpha_prior=tuple(self.alpha_prior) if self._ibp else (1.0, 1.0),
             eta_prior=tuple(self.eta_prior),
@@ -53,10 +50,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         )
 
     def _burn_in(self) -> int:
-        burn = self.n_iter // 2 if self.burn_in is None else int(self.burn_in)
-        if not 0 <= burn < self.n_iter:
-            raise ValueError(f"burn_in must be in [0, n_iter); got {burn} with n_iter={self.n_iter}")
-        return burn
+        return resolve_burn_in(self.n_iter, self.burn_in)[1]
 
     def fit(self, Y, y=None, resume: bool = False):
         """Run the chain(s) on `Y` (``N x J``, NaN = unobserved). `y` is ignored.
@@ -71,13 +65,11 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             return self._fit(Y, resume)
 
     def _chain_generators(self) -> list[np.random.Generator]:
-        n_chains = self.n_chains
-        if not isinstance(n_chains, (int, np.integer)) or n_chains < 1:
-            raise ValueError(f"n_chains must be a positive integer; got {n_chains!r}")
+        n_chains = check_int("n_chains", self.n_chains, 1)
         rng = check_random_state(self.random_state)
         # One chain uses the Generator itself, so a single chain is the same whatever n_chains
         # code path; several chains get independent children of it.
-        return [rng] if n_chains == 1 else rng.spawn(int(n_chains))
+        return [rng] if n_chains == 1 else rng.spawn(n_chains)
 
     def _checkpoint_for(self, chain: int) -> str | None:
         if self.checkpoint_path is None:
@@ -91,11 +83,9 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         lik = spec.likelihood
         lik.validate(Yv)
         burn = self._burn_in()
-        if not isinstance(self.checkpoint_every, (int, np.integer)) or self.checkpoint_every < 1:
-            raise ValueError(f"checkpoint_every must be a positive integer; got {self.checkpoint_every!r}")
+        every = check_int("checkpoint_every", self.checkpoint_every, 1)
         rngs = self._chain_generators()
         data = Data.from_array(Yv, lik)
-        every = int(self.checkpoint_every)
         jobs = [
             (rng, data, spec, int(self.n_iter), burn, self._checkpoint_for(c), every, resume)
             for c, rng in enumerate(rngs)

@@ -3,43 +3,11 @@ models, and a numba multinomial split used by the count samplers."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from numba import njit
 
-from .._validation import check_counts
+from .._validation import check_counts, check_int, check_positive, resolve_burn_in  # noqa: F401 (re-exported)
 from ..evaluation.metrics import heldout_entries, lpd_from_samples, perplexity
-
-
-def check_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def check_positive(name: str, value) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a positive number; got {value!r}") from exc
-    if not np.isfinite(out) or out <= 0.0:
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return out
-
-
-def resolve_burn_in(n_iter, burn_in) -> tuple[int, int]:
-    """Validated ``(n_iter, burn_in)``; the default burn-in is the first half (SPEC section 3)."""
-    n_iter = check_int("n_iter", n_iter, 1)
-    if burn_in is None:
-        burn_in = n_iter // 2
-    burn_in = check_int("burn_in", burn_in, 0)
-    if burn_in >= n_iter:
-        raise ValueError(
-            f"burn_in ({burn_in}) must be smaller than n_iter ({n_iter}) so that at least one "
-            f"sample is kept"
-        )
-    return n_iter, burn_in
 
 
 def check_fitted(est, attribute: str) -> None:
