@@ -243,8 +243,9 @@ def _notes(table: str, trials: int, cfg: RunConfig, plan_notes: Sequence[str]) -
             "figures for the RFLVMs (e.g. +6.68e+03 on breast cancer) are most likely the collapsed "
             "marginal likelihood without its -NJ/2 log(2 pi) constant, not held-out densities, so the "
             "paper columns are not comparable with ours in sign or scale; they are shown for reference.",
-            "D of RFLVM and GPLVM: the final K+ of IBP-RFLVM in the same trial. GPLVM (GPy Bayesian "
-            f"GPLVM) is fitted by L-BFGS-B for {cfg.gplvm_iters} iterations (the sweep count does not "
+            "D of RFLVM and GPLVM: the final K+ of IBP-RFLVM in the same trial. GPLVM (Bayesian GPLVM, "
+            "ARD RBF kernel, 50 inducing points; our vectorised bound, equal to GPy's to rounding) "
+            f"is fitted by L-BFGS-B for {cfg.gplvm_iters} iterations (the sweep count does not "
             "apply); its density is the Gaussian predictive at the latent posterior mean.",
         ]
     else:
