@@ -9,6 +9,8 @@ from ibp_rflvm.baselines.lda import LDA, collapsed_log_joint
 from ibp_rflvm.datasets.holdout import holdout_mask
 from ibp_rflvm.evaluation.metrics import heldout_entries, perplexity
 
+from .masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
+
 
 def _simulate(rng, N, J, K, alpha, eta, mean_length=100):
     """LDA with Poisson document lengths: ``y_ij ~ Poisson(length_i p_ij)``."""
@@ -89,26 +91,14 @@ def test_unobserved_entries_are_not_read_as_zeros():
     N, J, K, alpha, eta = 80, 30, 3, 0.5, 0.3
     theta = rng.dirichlet(np.full(K, alpha), size=N)
     phi = rng.dirichlet(np.full(J, eta), size=K)
-    phi[:, 0] = 0.3  # a frequent word in every topic
-    phi /= phi.sum(axis=1, keepdims=True)
-    P = theta @ phi
-    Y = rng.poisson(100 * P).astype(np.float64)
-    masked = np.zeros_like(Y, dtype=bool)
-    masked[: N // 2, 0] = True
+    # Word shares: 100 expected tokens per row, scored against the shares themselves.
+    Y, share, masked = factor_data_with_frequent_column(rng, N, J, theta, phi, scale=100.0)
 
     def masked_mean_share(Y_fit):
         m = LDA(n_components=K, n_iter=200, alpha=alpha, eta=eta, random_state=52).fit(Y_fit)
-        per_sample = np.einsum("snk,skj->snj", m.theta_samples_, m.phi_samples_)[:, masked]
-        return per_sample.mean(axis=1)
+        return np.einsum("snk,skj->snj", m.theta_samples_, m.phi_samples_)[:, masked].mean(axis=1)
 
-    truth = P[masked].mean()
-    with_nan = masked_mean_share(np.where(masked, np.nan, Y))
-    zero_filled = masked_mean_share(np.where(masked, 0.0, Y))
-    # Truth inside the 99% posterior interval of the average masked word share when the entries
-    # are unobserved; zero-filling (the mistake) pulls it far down, so the test has teeth.
-    lo, hi = np.quantile(with_nan, [0.005, 0.995])
-    assert lo <= truth <= hi, (lo, truth, hi)
-    assert np.quantile(zero_filled, 0.995) < 0.6 * truth
+    assert_masked_entries_unobserved(Y, share, masked, masked_mean_share, zero_fill_ratio=0.6)
 
 
 def test_same_seed_gives_identical_chain_and_different_seed_differs():

@@ -9,6 +9,8 @@ from ibp_rflvm.baselines.pfa import PoissonFactorAnalysis, _crt_totals, gibbs_sw
 from ibp_rflvm.datasets.holdout import holdout_mask
 from ibp_rflvm.evaluation.metrics import heldout_entries, perplexity, poisson_logpmf
 
+from .masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
+
 
 def _simulate(rng, N, J, K, theta_shape=0.3, theta_scale=30.0, phi_conc=0.1):
     # Small gamma shape and Dirichlet concentration: rows lean on one or two distinct factors,
@@ -137,26 +139,13 @@ def test_unobserved_entries_are_not_read_as_zeros():
     N, J, K = 60, 25, 3
     theta = rng.gamma(2.0, 3.0, size=(N, K))
     phi = rng.dirichlet(np.full(J, 0.5), size=K)
-    phi[:, 0] = 0.3  # a frequent column in every factor
-    phi /= phi.sum(axis=1, keepdims=True)
-    rate = theta @ phi
-    Y = rng.poisson(rate).astype(np.float64)
-    masked = np.zeros_like(Y, dtype=bool)
-    masked[: N // 2, 0] = True
+    Y, rate, masked = factor_data_with_frequent_column(rng, N, J, theta, phi, scale=1.0)
 
     def masked_mean_rate(Y_fit):
         m = PoissonFactorAnalysis(n_components=K, n_iter=200, random_state=9).fit(Y_fit)
-        per_sample = np.einsum("snk,skj->snj", m.theta_samples_, m.phi_samples_)[:, masked]
-        return per_sample.mean(axis=1)
+        return np.einsum("snk,skj->snj", m.theta_samples_, m.phi_samples_)[:, masked].mean(axis=1)
 
-    truth = rate[masked].mean()
-    with_nan = masked_mean_rate(np.where(masked, np.nan, Y))
-    zero_filled = masked_mean_rate(np.where(masked, 0.0, Y))
-    # The truth lies inside the 99% posterior interval of the average masked rate when the
-    # entries are unobserved; reading them as zeros drives it far below (the test has teeth).
-    lo, hi = np.quantile(with_nan, [0.005, 0.995])
-    assert lo <= truth <= hi, (lo, truth, hi)
-    assert np.quantile(zero_filled, 0.995) < 0.5 * truth
+    assert_masked_entries_unobserved(Y, rate, masked, masked_mean_rate, zero_fill_ratio=0.5)
 
 
 def test_same_seed_gives_identical_chain_and_different_seed_differs():
