@@ -27,7 +27,8 @@ the entries. Whitening by ``L^{-1}`` is applied on whichever side (rows or patte
 Parametrisation. Positive parameters (latent variances, kernel variance, lengthscales, noise
 variance) are optimised on the natural-log scale; GPy uses softplus, which changes the
 optimiser's path but not the bound or its optimum. Initial values mirror GPy's defaults:
-``sf2 = 1``, ``l_q = 1``, noise ``noise_variance``. Gradients are analytic and L-BFGS-B
+``sf2 = 1``, ``l_q = lambda_1 / lambda_q`` from the PCA start (GPy's ``1 / fracs``),
+noise ``noise_variance``. Gradients are analytic and L-BFGS-B
 (SciPy) maximises the bound.
 
 Jitter. ``Kmm`` gets ``JITTER * sf2 = 1e-6 * sf2`` added to its diagonal (the model's ``Kmm``,
@@ -553,17 +554,31 @@ def predictive_moments(
 # --- estimator ------------------------------------------------------------------------------
 
 
-def _nan_pca(Yc: np.ndarray, n_components: int, rng: np.random.Generator) -> np.ndarray:
+def _nan_pca(Yc: np.ndarray, n_components: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Principal-component scores of centred data with NaN read as the column mean (zero),
-    scaled to unit variance; padded with small noise when the data has too few directions."""
+    scaled to unit variance (padded with small noise when the data has too few directions),
+    and GPy's initial ARD lengthscales for them, ``l_q = lambda_1 / lambda_q``.
+
+    Those lengthscales are what GPy's BayesianGPLVM uses with its PCA start (``1 / fracs``,
+    eigenvalues relative to the largest). They matter: with unit lengthscales in many latent
+    dimensions, unit-variance inputs are so far apart that the kernel is nearly diagonal, the
+    bound's easiest ascent is to shrink the kernel variance, and the fit ends at the trivial
+    optimum where all of the data is noise (seen on Olivetti with 41 dimensions).
+    """
     filled = np.where(np.isnan(Yc), 0.0, Yc)
     U, s, _ = np.linalg.svd(filled, full_matrices=False)
     d = min(n_components, s.size)
     X = U[:, :d] * s[:d]
+    eig = s[:d] ** 2
+    ell = eig[0] / np.maximum(eig, eig[0] * 1e-12) if d > 0 and eig[0] > 0 else np.ones(d)
     if d < n_components:
         X = np.hstack([X, 1e-2 * rng.standard_normal((X.shape[0], n_components - d))])
+        # Directions the data does not have start as irrelevant as the least relevant one.
+        ell = np.concatenate([ell, np.full(n_components - d, ell.max() if d else 1.0)])
     sd = X.std(axis=0)
-    return (X - X.mean(axis=0)) / np.where(sd > 0.0, sd, 1.0)
+    X = (X - X.mean(axis=0)) / np.where(sd > 0.0, sd, 1.0)
+    # Keep the start inside the optimiser's box for log lengthscales.
+    return X, np.minimum(ell, np.exp(_LOG_BOUNDS["lengthscale"][1]))
 
 
 def standardise(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -621,10 +636,10 @@ class BayesianGPLVM:
         N, J = Y.shape
         M = min(M, N)
         Yn, center, scale = standardise(Y)
-        X0 = _nan_pca(Yn, D, rng)
+        X0, ell0 = _nan_pca(Yn, D, rng)
         S0 = rng.uniform(0.0, 0.1, size=(N, D))
         Z0 = X0[rng.choice(N, size=M, replace=False)].copy()
-        theta = pack_theta(X0, S0, Z0, 1.0, np.ones(D), noise)
+        theta = pack_theta(X0, S0, Z0, 1.0, ell0, noise)
         obs = observed_data(Yn)
 
         # One BLAS thread: a threaded BLAS sums in a thread-count-dependent order, which moves
