@@ -134,8 +134,11 @@ def test_fit_raises_the_bound_to_a_stationary_point():
     kwargs = {"n_components": 2, "num_inducing": 8, "random_state": 32}
     start = BayesianGPLVM(max_iters=0, **kwargs).fit(Y)
     fitted = BayesianGPLVM(max_iters=500, **kwargs).fit(Y)
-    assert start.n_iter_ == 0
-    assert 0 < fitted.n_iter_ <= 500
+    assert start.n_iter_ == 0 and not start.converged_
+    assert 0 < fitted.n_iter_ < 500 and fitted.converged_
+    # A budget too small to converge is reported as such.
+    short = BayesianGPLVM(max_iters=5, **kwargs).fit(Y)
+    assert short.n_iter_ == 5 and not short.converged_
     assert fitted.elbo_ > start.elbo_ + 10.0, (start.elbo_, fitted.elbo_)
 
     obs = gplvm.observed_data(gplvm.standardise(Y)[0])

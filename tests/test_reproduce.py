@@ -347,3 +347,17 @@ def test_dask_local_cluster_gives_the_same_cells(e2e, tmp_path):
 def test_cell_json_is_plain_json(e2e):
     for p in (e2e / "cells").glob("*.json"):
         json.loads(p.read_text())  # allow_nan=False on writing: strict JSON
+
+
+def test_gplvm_cells_record_whether_the_optimiser_converged(tmp_path):
+    out = tmp_path / "out"
+    args = ["reproduce", "table1", "--datasets", "cancer", "--methods", "gplvm", "--trials", "1"]
+    assert main([*args, "--gplvm-iters", "3", "--n-jobs", "1", "--out", str(out), *SMALL]) == 0
+    records = _by_id(out)
+    gplvm = records["cancer__gplvm__t0"]
+    # Three iterations cannot converge: the budget, not a convergence test, ended the fit.
+    assert gplvm["optimizer"]["iterations"] == 3 and gplvm["optimizer"]["converged"] is False
+    assert math.isfinite(gplvm["optimizer"]["elbo"])
+    assert records["cancer__ibp-rflvm__t0"]["optimizer"] is None
+    table = (out / "tables" / "table1.md").read_text()
+    assert "convergence test within the iteration budget: Cancer 0 of 1 (iterations 3-3)" in table

@@ -606,7 +606,8 @@ class BayesianGPLVM:
     latent_ : ``N x D`` posterior means of the latent positions; latent_variance_ : their
     variances; params_ : fitted kernel variance, lengthscales, noise variance and inducing inputs
     (standardised units); elbo_ : final evidence lower bound (standardised units); n_iter_ :
-    L-BFGS-B iterations used; predictive_mean_, predictive_variance_ : ``N x J`` predictive
+    L-BFGS-B iterations used; converged_ : whether L-BFGS-B stopped on a convergence test
+    rather than at max_iters; predictive_mean_, predictive_variance_ : ``N x J`` predictive
     moments in data units.
     """
 
@@ -657,8 +658,10 @@ class BayesianGPLVM:
                     options={"maxiter": max_iters},
                 )
                 theta, n_iter = res.x, int(res.nit)
+                # L-BFGS-B status 0: a convergence test passed; 1: the iteration budget ran out.
+                converged = res.status == 0
             else:
-                n_iter = 0
+                n_iter, converged = 0, False
             value = elbo(theta, obs, M, D)
             mu, S, Z, sf2, ell, noise_fit = unpack_theta(theta, N, M, D)
             mean, var = predictive_moments(mu, theta, obs, M, D)
@@ -670,6 +673,7 @@ class BayesianGPLVM:
         )
         self.elbo_ = value
         self.n_iter_ = n_iter
+        self.converged_ = converged
         self.predictive_mean_ = mean * scale + center
         self.predictive_variance_ = var * scale**2
         self.n_features_in_ = J

@@ -384,6 +384,14 @@ def _finite(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
+def _optimizer_record(est: Any) -> dict[str, Any] | None:
+    """Iterations, convergence and final bound of an optimised (not sampled) model, so a table
+    can say whether the iteration budget, not convergence, ended a fit."""
+    if not hasattr(est, "converged_"):
+        return None
+    return {"iterations": int(est.n_iter_), "converged": bool(est.converged_), "elbo": _finite(est.elbo_)}
+
+
 def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
     """Fit one cell's model on its training matrix and score its held-out entries.
 
@@ -436,6 +444,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "k_plus_final": k_final,
         "k_plus_trace": None if trace is None else [int(k) for k in np.asarray(trace).ravel()],
         "log_likelihood_final": None if loglik is None else _finite(np.asarray(loglik).ravel()[-1]),
+        "optimizer": _optimizer_record(est),
         "metrics": metrics,
         "fit_seconds": round(fit_seconds, 3),
         "score_seconds": round(score_seconds, 3),
