@@ -361,3 +361,25 @@ def test_gplvm_cells_record_whether_the_optimiser_converged(tmp_path):
     assert records["cancer__ibp-rflvm__t0"]["optimizer"] is None
     table = (out / "tables" / "table1.md").read_text()
     assert "convergence test within the iteration budget: Cancer 0 of 1 (iterations 3-3)" in table
+
+
+def test_report_only_writes_whole_tables_from_cells_present_and_computes_nothing(e2e, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(e2e, out)
+    # A part run over one data set leaves a table of that data set only...
+    part = reproduce(
+        "table1", out, trials=2, config=CFG, datasets="cambridge", methods="ibp-rflvm,rflvm",
+        n_jobs=1, progress=False, echo=lambda s: None,
+    )
+    assert part.computed == [] and "Cancer" not in (out / "tables" / "table1.md").read_text()
+    before = _mtimes(out)
+    # ...and the report-only call over the whole target restores every column, with cells of
+    # methods never run shown as missing, without computing anything.
+    args = ["reproduce", "table1", "--trials", "2", "--report-only", "--out", str(out), *SMALL]
+    assert main([*args, "--datasets", "cancer,cambridge", "--methods", "ibp-rflvm,rflvm,ibp-lfm"]) == 0
+    text = (out / "tables" / "table1.md").read_text()
+    assert "Cancer" in text and "Cambridge" in text and "IBP-LFM" in text
+    after = _mtimes(out)
+    assert {k: after[k] for k in before} == before
+    assert not any(name.startswith(("cancer__ibp-lfm", "cambridge__ibp-lfm")) for name in after)
+    assert "4 of 12 planned cells are not computed yet" in capsys.readouterr().out

@@ -144,6 +144,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             n_jobs=args.n_jobs,
             scheduler=args.scheduler,
             progress=not args.quiet,
+            report_only=args.report_only,
         )
     except ReproduceError as exc:
         print(f"ibp-rflvm reproduce: {exc}", file=sys.stderr)
@@ -222,6 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--seed", type=int, default=0, help="base seed of every cell's seeds (default 0)")
     rep.add_argument("--data-home", default=None, help="data folder searched after $IBP_RFLVM_DATA")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep.add_argument(
+        "--report-only",
+        action="store_true",
+        help="compute nothing: write the target's tables and figures from the cells already in --out",
+    )
     # For smoke tests only: evenly spaced row subsets (recorded in every cell file).
     rep.add_argument("--max-rows", type=int, default=None, help=argparse.SUPPRESS)
     rep.set_defaults(func=_reproduce)

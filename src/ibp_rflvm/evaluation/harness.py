@@ -970,8 +970,14 @@ def reproduce(
     scheduler: str | None = None,
     progress: bool = True,
     echo: Callable[[str], None] | None = None,
+    report_only: bool = False,
 ) -> RunSummary:
-    """Plan, run and report one ``ibp-rflvm reproduce`` target (see the module docstring)."""
+    """Plan, run and report one ``ibp-rflvm reproduce`` target (see the module docstring).
+
+    `report_only` computes nothing: it writes the tables and figures of the plan from the cells
+    already in `out`. A reproduction run in parts (one data set or method at a time, whose own
+    tables show only what that part selected) ends with one such call over the whole target.
+    """
     from . import report
 
     cfg = config or RunConfig()
@@ -981,8 +987,16 @@ def reproduce(
     say = echo or print
     for note in plan.notes:
         say(f"note: {note}")
-    summary = run_cells(plan.cells, cfg, out, n_jobs, scheduler, progress, echo)
-    summary.notes = list(plan.notes)
+    if report_only:
+        present = {r["cell"] for r in load_records(out)}
+        planned = [c.id for c in plan.cells]
+        summary = RunSummary(out, planned, [c for c in planned if c in present], [], [], [])
+        missing = len(planned) - len(summary.skipped)
+        if missing:
+            summary.notes.append(f"{missing} of {len(planned)} planned cells are not computed yet")
+    else:
+        summary = run_cells(plan.cells, cfg, out, n_jobs, scheduler, progress, echo)
+    summary.notes = list(plan.notes) + summary.notes
     if summary.interrupted:
         return summary
     records = load_records(out)
