@@ -1,6 +1,7 @@
-"""Seconds per MCMC sweep of the negative binomial IBP-RFLVM and dense RFLVM on congress109.
+"""Seconds per MCMC sweep of a count IBP-RFLVM and dense RFLVM on congress109.
 
-Run by hand: ``python benchmarks/bench_counts.py [--quick] [--sweeps N]``. Uses the real
+Run by hand: ``python benchmarks/bench_counts.py [--quick] [--sweeps N] [--likelihood L]``
+(``negbinom`` by default; any count likelihood of the registry). Uses the real
 529 x 1000 congress109 matrix when ``IBP_RFLVM_DATA`` points at the data sets, otherwise a
 synthetic count matrix of the same size and sparsity (about 91% zeros). As in
 ``bench_sweep.py``: M = 50 frequencies, 20% of the entries held out (unobserved), BLAS limited
@@ -44,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="3 timed sweeps per model instead of 10")
     parser.add_argument("--sweeps", type=int, default=None, help="timed sweeps per model")
+    parser.add_argument("--likelihood", default="negbinom", help="count likelihood (default negbinom)")
     args = parser.parse_args()
     n = args.sweeps or (3 if args.quick else 10)
     Y, name = congress_like()
@@ -54,8 +56,10 @@ def main() -> None:
     print(f"data: {name}, {np.mean(Y == 0):.1%} zeros")
     # CPU seconds show the code's own cost when other work shares the cores (wall > CPU).
     print(f"{'model':<16} {'s/sweep':>9} {'cpu s/sweep':>12} {'K+':>4} {'W accepted':>11}")
-    for label, ibp_on in (("NB IBP-RFLVM", True), ("NB RFLVM", False)):
-        sec, cpu, k, info = time_sweeps(Y, ibp_on, n, likelihood="negbinom")
+    short = {"negbinom": "NB", "poisson": "Poisson", "multinomial": "Multinomial"}
+    name_ = short.get(args.likelihood, args.likelihood)
+    for label, ibp_on in ((f"{name_} IBP-RFLVM", True), (f"{name_} RFLVM", False)):
+        sec, cpu, k, info = time_sweeps(Y, ibp_on, n, likelihood=args.likelihood)
         print(f"{label:<16} {sec:>9.3f} {cpu:>12.3f} {k:>4} {info.get('w_accepted', 0):>11}", flush=True)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 

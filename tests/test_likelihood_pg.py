@@ -146,3 +146,27 @@ def test_softplus_kernel_is_accurate():
     rel = np.abs(-out[normal] - ref[normal]) / ref[normal]
     assert rel.max() < 8 * np.finfo(float).eps, rel.max()
     assert np.all(np.abs(-out[~normal] - ref[~normal]) < 1e-300)
+
+
+def test_poisson_row_kernel_exp_is_accurate_and_clamped():
+    # The vectorised polynomial exp inside the Poisson row kernel: y x - e^x with y = 0 gives
+    # -e^x back. Within [-708, 709] it must match libm to a few ulp; beyond, it clamps (a finite
+    # stand-in for overflow, and a negligible floor instead of slow subnormals).
+    from ibp_rflvm.likelihoods.poisson import _poisson_rows
+
+    x = np.concatenate(
+        [np.linspace(-708.0, 709.0, 200001), np.random.default_rng(1).standard_normal(20000) * 5.0,
+         [0.0, 1e-300, -1e-300, 0.34657359, -0.34657359, 36.7, -36.7]]
+    )  # fmt: skip
+    n = x.size
+    out = np.empty(n)
+    _poisson_rows(x[:, None].copy(), np.arange(n), np.zeros((n, 1)), np.ones((n, 1), bool), np.zeros(n), out)
+    ref = np.exp(x)
+    rel = np.abs(-out - ref) / ref
+    assert rel.max() < 4 * np.finfo(float).eps, rel.max()
+
+    edge = np.array([[800.0], [1e300], [-800.0], [-1e300]])
+    out = np.empty(4)
+    _poisson_rows(edge, np.arange(4), np.zeros((4, 1)), np.ones((4, 1), bool), np.zeros(4), out)
+    assert out[0] == out[1] == -np.exp(709.0) and np.isfinite(out[0])
+    assert 0.0 > out[2] == out[3] > -1e-307

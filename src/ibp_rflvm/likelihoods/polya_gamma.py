@@ -247,6 +247,7 @@ _ROUND = 6755399441055744.0
 _ROUND_BITS = int(np.float64(_ROUND).view(np.int64))
 # Beyond this, log(1 + e^-a) < 1e-304; capping keeps 2^-n normal (subnormals are very slow).
 _SOFTPLUS_CAP = 700.0
+_EXP_MIN, _EXP_MAX = -708.0, 709.0
 _FAST = {"contract"}  # fused multiply-add only: no reassociation, results stay reproducible
 
 
@@ -273,14 +274,19 @@ def _as_bits(typingctx, value):
 
 
 @njit(cache=True, inline="always", error_model="numpy", fastmath=_FAST)
-def _softplus(x):
-    """``log(1 + e^x)`` as ``max(x, 0) + log1p(e^-|x|)`` with polynomial exp and log1p."""
-    a = min(abs(x), _SOFTPLUS_CAP)
-    # e^-a = 2^-n e^q, n = round(a / ln 2), q = n ln2 - a in [-ln2/2, ln2/2]; Taylor to q^13.
-    shifted = a * _INV_LN2 + _ROUND
+def exp_poly(x):
+    """``e^x`` to about an ulp with a polynomial, so that loops calling it vectorise.
+
+    ``x`` is clamped to ``[_EXP_MIN, _EXP_MAX]``: above, the result would overflow (the clamp
+    returns about 8e307 instead of inf, which no likelihood can tell apart); below, it would be
+    subnormal and slow, and ``e^-708`` differs from the true value by less than 1e-307.
+    """
+    x = min(max(x, _EXP_MIN), _EXP_MAX)
+    # e^x = 2^n e^q, n = round(x / ln 2), q = x - n ln2 in [-ln2/2, ln2/2]; Taylor to q^13.
+    shifted = x * _INV_LN2 + _ROUND
     n = _as_bits(shifted) - _ROUND_BITS
     nf = shifted - _ROUND
-    q = (nf * _LN2_HI - a) + nf * _LN2_LO
+    q = (x - nf * _LN2_HI) - nf * _LN2_LO
     p = 1.0 / 6227020800.0
     p = p * q + 1.0 / 479001600.0
     p = p * q + 1.0 / 39916800.0
@@ -295,7 +301,13 @@ def _softplus(x):
     p = p * q + 0.5
     p = p * q + 1.0
     p = p * q + 1.0
-    t = p * _as_float((1023 - n) << 52)
+    return p * _as_float((1023 + n) << 52)
+
+
+@njit(cache=True, inline="always", error_model="numpy", fastmath=_FAST)
+def _softplus(x):
+    """``log(1 + e^x)`` as ``max(x, 0) + log1p(e^-|x|)`` with polynomial exp and log1p."""
+    t = exp_poly(-min(abs(x), _SOFTPLUS_CAP))
     # log(1 + t) = 2 atanh(z), z = t / (2 + t); for 1 + t > sqrt 2 use log((1 + t) / 2) + ln 2,
     # so |z| <= 0.172 and the odd series to z^23 is exact to double precision.
     big = t > _SQRT2_M1
