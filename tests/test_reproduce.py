@@ -383,3 +383,6 @@ def test_report_only_writes_whole_tables_from_cells_present_and_computes_nothing
     assert {k: after[k] for k in before} == before
     assert not any(name.startswith(("cancer__ibp-lfm", "cambridge__ibp-lfm")) for name in after)
     assert "4 of 12 planned cells are not computed yet" in capsys.readouterr().out
+    # Settings other than the cells' are refused, as for a run.
+    assert main([*args, "--n-iter", "6", "--datasets", "cancer"]) == 2
+    assert "other settings" in capsys.readouterr().err

@@ -988,7 +988,8 @@ def reproduce(
     for note in plan.notes:
         say(f"note: {note}")
     if report_only:
-        present = {r["cell"] for r in load_records(out)}
+        # The same refusal as a run: the notes describe the settings, so they must be the cells'.
+        present = _check_settings(out, plan.cells, cfg)
         planned = [c.id for c in plan.cells]
         summary = RunSummary(out, planned, [c for c in planned if c in present], [], [], [])
         missing = len(planned) - len(summary.skipped)
