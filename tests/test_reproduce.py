@@ -90,6 +90,18 @@ def test_cell_files_hold_metrics_dims_traces_and_latents(e2e):
     log = (e2e / "reproduce.log").read_text()
     assert all(cid in log for cid in expected)
     assert not list((e2e / "cells").glob(".*.tmp"))  # atomic writes leave no temporary files
+    assert not list((e2e / "partial").glob("*"))  # each chain's checkpoint goes with its cell
+
+
+def test_cells_name_the_commit_of_the_code_that_made_them(e2e):
+    import subprocess
+
+    src = os.path.dirname(harness.__file__)
+    head = subprocess.run(["git", "-C", src, "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("the package is not running from a git checkout")
+    for r in load_records(e2e):
+        assert r["versions"]["commit"].split("+")[0] == head.stdout.strip()
 
 
 def test_tables_markdown_csv_latex_with_bold_best_and_paper_figures(e2e):
@@ -222,6 +234,82 @@ def test_failed_or_interrupted_run_resumes_without_recomputing(tmp_path, monkeyp
     after = _mtimes(out)
     assert {k: after[k] for k in finished} == finished
     assert len(load_records(out)) == 4 and not (out / "errors" / f"{bad}.txt").exists()
+
+
+def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch):
+    from ibp_rflvm import chain
+
+    kw = {
+        "config": RunConfig(n_iter=8, n_frequencies=8, max_rows=60),
+        "datasets": "cambridge",
+        "methods": "ibp-rflvm",
+        "n_jobs": 1,
+        "progress": False,
+        "echo": lambda s: None,
+    }
+    cell = "cambridge__ibp-rflvm__t0"
+    reference = reproduce("table1", tmp_path / "ref", trials=1, **kw)
+    assert reference.computed == [cell]
+
+    monkeypatch.setattr(harness, "CHECKPOINT_EVERY", 3)
+    real_sweep, calls = chain.sweep, []
+
+    def dies_at_seventh(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 7:
+            raise KeyboardInterrupt
+        return real_sweep(*args, **kwargs)
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(chain, "sweep", dies_at_seventh)
+    first = reproduce("table1", out, trials=1, **kw)
+    ckpt = out / "partial" / f"{cell}.ckpt"
+    assert first.interrupted and not first.computed
+    assert chain.load_checkpoint(ckpt)["sweep"] == 6  # the last multiple of 3 before sweep 7
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real_sweep(*args, **kwargs)
+
+    calls.clear()
+    monkeypatch.setattr(chain, "sweep", counted)
+    second = reproduce("table1", out, trials=1, **kw)
+    assert second.computed == [cell] and not ckpt.exists()
+    assert len(calls) == 8 - 6  # only the sweeps after the checkpoint were run again
+    got, want = _by_id(out)[cell], _by_id(tmp_path / "ref")[cell]
+    assert got["resumed_from_sweep"] == 6 and want["resumed_from_sweep"] == 0
+    for key in ("metrics", "k_plus_trace", "log_likelihood_final", "mask_digest"):
+        assert got[key] == want[key], key
+    np.testing.assert_array_equal(
+        np.load(out / "cells" / got["latent_file"]), np.load(tmp_path / "ref" / "cells" / want["latent_file"])
+    )
+
+
+def test_unreadable_or_foreign_checkpoint_is_discarded(tmp_path):
+    kw = {
+        "config": RunConfig(n_iter=4, n_frequencies=8, max_rows=60),
+        "datasets": "cambridge",
+        "methods": "ibp-rflvm",
+        "n_jobs": 1,
+        "progress": False,
+        "echo": lambda s: None,
+    }
+    cell = "cambridge__ibp-rflvm__t0"
+    reference = _by_id(reproduce("table1", tmp_path / "ref", trials=1, **kw).out)[cell]
+    # A truncated file, then a valid checkpoint of a chain on other data (trial 1's mask).
+    foreign = tmp_path / "foreign.ckpt"
+    from ibp_rflvm.estimator import IBPRFLVM
+
+    Y = harness.split_for(harness.dataset_arrays("cambridge", False, None, 60)[0], "cambridge", 1)[0]
+    IBPRFLVM(n_iter=4, n_frequencies=8, random_state=1, checkpoint_path=str(foreign)).fit(Y)
+    for bad in (b"not a pickle", foreign.read_bytes()):
+        out = tmp_path / f"out{len(bad)}"
+        (out / "partial").mkdir(parents=True)
+        (out / "partial" / f"{cell}.ckpt").write_bytes(bad)
+        got = _by_id(reproduce("table1", out, trials=1, **kw).out)[cell]
+        assert got["resumed_from_sweep"] == 0
+        assert got["metrics"] == reference["metrics"]
+        assert not (out / "partial" / f"{cell}.ckpt").exists()
 
 
 def test_interrupt_exit_code_from_cli(tmp_path, monkeypatch):
@@ -368,8 +456,15 @@ def test_report_only_writes_whole_tables_from_cells_present_and_computes_nothing
     shutil.copytree(e2e, out)
     # A part run over one data set leaves a table of that data set only...
     part = reproduce(
-        "table1", out, trials=2, config=CFG, datasets="cambridge", methods="ibp-rflvm,rflvm",
-        n_jobs=1, progress=False, echo=lambda s: None,
+        "table1",
+        out,
+        trials=2,
+        config=CFG,
+        datasets="cambridge",
+        methods="ibp-rflvm,rflvm",
+        n_jobs=1,
+        progress=False,
+        echo=lambda s: None,
     )
     assert part.computed == [] and "Cancer" not in (out / "tables" / "table1.md").read_text()
     before = _mtimes(out)

@@ -23,6 +23,10 @@ from .model import ChainState, Data, ModelSpec, init_state, sweep
 CHECKPOINT_VERSION = 1
 
 
+class CheckpointMismatch(ValueError):
+    """A checkpoint that belongs to other data or settings than the run asked to resume."""
+
+
 @dataclass
 class ChainRecord:
     """What a run keeps: per-sweep traces and the samples after burn-in."""
@@ -117,7 +121,7 @@ def run_chain(
     if resume and path is not None and path.exists():
         payload = load_checkpoint(path)
         if payload["fingerprint"] != digest:
-            raise ValueError(
+            raise CheckpointMismatch(
                 f"checkpoint {path} was written for different data or settings; "
                 "remove it or fit without resume=True"
             )

@@ -48,9 +48,15 @@ Output folder
 ``OUT/cells/<cell>.json`` (metrics, timings, seeds, D, K+ trace, settings) and
 ``OUT/cells/<cell>.latent.npy`` (the final latent matrix, for the figures), each written to a
 temporary file and renamed, the JSON last: a cell is done exactly when its JSON exists, and a
-rerun skips it. ``OUT/errors/<cell>.txt`` holds the traceback of a failed cell (removed when it
-later succeeds). ``OUT/reproduce.log`` has one line per finished cell. Tables go to
-``OUT/tables`` and figures to ``OUT/figures`` (see :mod:`.report`).
+rerun skips it. ``OUT/partial/<cell>.ckpt`` is the checkpoint of an RFLVM-family cell's chain
+in flight, written every ``CHECKPOINT_EVERY`` sweeps and removed when the cell is saved: a rerun
+after Ctrl-C, a kill or the end of a session continues that chain where its checkpoint left it,
+with the same result as an uninterrupted run, bit for bit (``resumed_from_sweep`` in the cell
+says where it picked up). Local workers only: Dask workers may not share the disk, and the
+baselines (GPLVM, IBP-LFM, PFA, LDA) are short enough to restart. ``OUT/errors/<cell>.txt``
+holds the traceback of a failed cell (removed when it later succeeds). ``OUT/reproduce.log``
+has one line per finished cell. Tables go to ``OUT/tables`` and figures to ``OUT/figures`` (see
+:mod:`.report`).
 
 Execution
 ---------
@@ -343,6 +349,13 @@ class CellTask:
     config: RunConfig
     n_components: int | None  # D of a finite model; None for the infinite ones
     parent_id: str | None = None
+    # Where an MCMC cell saves its chain every CHECKPOINT_EVERY sweeps and resumes from, so an
+    # interrupted run loses at most that many sweeps of a cell in flight (None: no checkpoint).
+    checkpoint: str | None = None
+
+
+#: Sweeps between the checkpoints of a cell's chain (a write costs far less than a sweep).
+CHECKPOINT_EVERY = 5
 
 
 def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunConfig):
@@ -411,7 +424,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         seed = model_seed(cell.dataset, cell.method, cell.trial, cfg.seed)
         est = build_estimator(cell.method, task.n_components, seed, cfg)
         t0 = time.perf_counter()
-        est.fit(Y_train)
+        resumed_from = _fit_resumable(est, Y_train, task.checkpoint if method.family == "rflvm" else None)
         fit_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         n_test = int(np.count_nonzero(~np.isnan(Y_test)))
@@ -446,6 +459,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "log_likelihood_final": None if loglik is None else _finite(np.asarray(loglik).ravel()[-1]),
         "optimizer": _optimizer_record(est),
         "metrics": metrics,
+        "resumed_from_sweep": resumed_from,
         "fit_seconds": round(fit_seconds, 3),
         "score_seconds": round(score_seconds, 3),
         "seconds": round(time.time() - started, 3),
@@ -458,12 +472,70 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
     return record, latent
 
 
+def _fit_resumable(est: Any, Y_train: np.ndarray, checkpoint: str | None) -> int:
+    """Fit `est`, continuing from `checkpoint` when a usable one exists; the sweep it resumed at.
+
+    The resumed chain equals the uninterrupted one bit for bit (chain.run_chain), so a cell's
+    result does not depend on how often its run was interrupted. A checkpoint that cannot be
+    read or belongs to other data or settings is discarded and the chain starts afresh.
+    """
+    if checkpoint is None:
+        est.fit(Y_train)
+        return 0
+    from ..chain import CheckpointMismatch, load_checkpoint
+
+    path = Path(checkpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start = 0
+    if path.exists():
+        try:
+            start = int(load_checkpoint(path)["sweep"])
+        except Exception:  # a truncated or foreign file: worthless, not an error
+            path.unlink(missing_ok=True)
+    est.set_params(checkpoint_path=str(path), checkpoint_every=CHECKPOINT_EVERY)
+    try:
+        est.fit(Y_train, resume=True)
+    except CheckpointMismatch:
+        path.unlink(missing_ok=True)
+        start = 0
+        est.fit(Y_train, resume=True)
+    return start
+
+
 def _versions() -> dict[str, str]:
     import numpy
 
     from .. import __version__
 
-    return {"ibp_rflvm": __version__, "numpy": numpy.__version__}
+    found = {"ibp_rflvm": __version__, "numpy": numpy.__version__}
+    commit = _source_commit()
+    if commit:
+        found["commit"] = commit
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _source_commit() -> str | None:
+    """The git commit of the source tree that ran a cell (``+dirty`` with local edits), or None
+    for an installed copy: a cell's numbers are reproducible bit for bit only with its code."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no", "--", str(here.parent)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 # ------------------------------------------------------------------------------------------
@@ -722,7 +794,8 @@ class _Loky:
         return list(done)
 
     def close(self, cancel: bool, handles: Iterable = ()) -> None:
-        # On Ctrl-C the cells in flight are lost anyway: do not leave workers computing them.
+        # On Ctrl-C do not leave workers computing: what the cells in flight keep is their last
+        # checkpoint, written atomically, which a kill cannot corrupt.
         self.executor.shutdown(wait=not cancel, kill_workers=cancel)
 
 
@@ -813,7 +886,9 @@ def _describe(record: dict[str, Any]) -> str:
     if m.get("perplexity") is not None:
         parts.append(f"perplexity {m['perplexity']:.4g}")
     dims = f"K+={record['k_plus_final']}" if record["D"] is None else f"D={record['D']}"
-    return f"{', '.join(parts)}, {dims}, {record['seconds']:.1f} s"
+    resumed = record.get("resumed_from_sweep")
+    since = f" (resumed at sweep {resumed})" if resumed else ""
+    return f"{', '.join(parts)}, {dims}, {record['seconds']:.1f} s{since}"
 
 
 def _check_settings(out: Path, cells: Sequence[Cell], cfg: RunConfig) -> dict[str, dict]:
@@ -906,12 +981,16 @@ def run_cells(
     log(f"{len(todo)} cells to compute ({len(done)} already done) on {backend.name}")
     in_flight: dict[Any, Cell] = {}
     interrupted = False
+    # Chains checkpoint beside the cells when the workers share this disk (local processes);
+    # Dask workers may run on other machines, so their cells restart when interrupted.
+    partial = None if scheduler else out / "partial"
 
     def make_task(c: Cell) -> CellTask:
+        ckpt = None if partial is None else str(partial / f"{c.id}.ckpt")
         p = c.parent()
         if p is None:
-            return CellTask(c, cfg, None)
-        return CellTask(c, cfg, _dims_from(done[p.id]), p.id)
+            return CellTask(c, cfg, None, checkpoint=ckpt)
+        return CellTask(c, cfg, _dims_from(done[p.id]), p.id, checkpoint=ckpt)
 
     try:
         while ready or in_flight:
@@ -928,6 +1007,8 @@ def run_cells(
                     record, latent = handle.result()
                 except Exception as exc:
                     summary.failed.append(c.id)
+                    if partial is not None:  # a chain that failed is not worth resuming
+                        (partial / f"{c.id}.ckpt").unlink(missing_ok=True)
                     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
                     _atomic_write(out / "errors" / f"{c.id}.txt", lambda f, tb=tb: f.write(tb), mode="w")
                     log(f"FAILED {c.id}: {type(exc).__name__}: {exc} (traceback in errors/{c.id}.txt)")
@@ -938,6 +1019,8 @@ def run_cells(
                         log(f"blocked {w.id}: the cell giving its D failed")
                     continue
                 save_cell(out, record, latent)
+                if partial is not None:
+                    (partial / f"{c.id}.ckpt").unlink(missing_ok=True)
                 done[c.id] = record
                 summary.computed.append(c.id)
                 n_done = len(summary.computed) + len(summary.failed) + len(summary.blocked)
@@ -948,9 +1031,14 @@ def run_cells(
     except KeyboardInterrupt:
         interrupted = True
         summary.interrupted = True
+        kept = (
+            "stop here"
+            if partial is None
+            else f"keep their chains' last checkpoints (every {CHECKPOINT_EVERY} sweeps)"
+        )
         log(
             f"interrupted: {len(summary.computed)} cells finished in this run are saved; "
-            f"{len(in_flight)} in flight are lost; run the same command again to continue"
+            f"{len(in_flight)} in flight {kept}; run the same command again to continue"
         )
     finally:
         bar.close()
