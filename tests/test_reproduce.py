@@ -278,6 +278,9 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
     assert len(calls) == 8 - 6  # only the sweeps after the checkpoint were run again
     got, want = _by_id(out)[cell], _by_id(tmp_path / "ref")[cell]
     assert got["resumed_from_sweep"] == 6 and want["resumed_from_sweep"] == 0
+    # The run that began the chain was this same code (its commit, or None outside git).
+    assert got["resumed_from_commit"] == (got["versions"].get("commit") or "unknown")
+    assert want["resumed_from_commit"] is None and not list((out / "partial").iterdir())
     for key in ("metrics", "k_plus_trace", "log_likelihood_final", "mask_digest"):
         assert got[key] == want[key], key
     np.testing.assert_array_equal(

@@ -424,7 +424,9 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         seed = model_seed(cell.dataset, cell.method, cell.trial, cfg.seed)
         est = build_estimator(cell.method, task.n_components, seed, cfg)
         t0 = time.perf_counter()
-        resumed_from = _fit_resumable(est, Y_train, task.checkpoint if method.family == "rflvm" else None)
+        resumed_from, began_at = _fit_resumable(
+            est, Y_train, task.checkpoint if method.family == "rflvm" else None
+        )
         fit_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         n_test = int(np.count_nonzero(~np.isnan(Y_test)))
@@ -460,6 +462,8 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "optimizer": _optimizer_record(est),
         "metrics": metrics,
         "resumed_from_sweep": resumed_from,
+        # The commit that ran the sweeps before the resume (see "versions" for the rest).
+        "resumed_from_commit": began_at,
         "fit_seconds": round(fit_seconds, 3),
         "score_seconds": round(score_seconds, 3),
         "seconds": round(time.time() - started, 3),
@@ -472,20 +476,23 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
     return record, latent
 
 
-def _fit_resumable(est: Any, Y_train: np.ndarray, checkpoint: str | None) -> int:
-    """Fit `est`, continuing from `checkpoint` when a usable one exists; the sweep it resumed at.
+def _fit_resumable(est: Any, Y_train: np.ndarray, checkpoint: str | None) -> tuple[int, str | None]:
+    """Fit `est`, continuing from `checkpoint` when a usable one exists.
 
-    The resumed chain equals the uninterrupted one bit for bit (chain.run_chain), so a cell's
-    result does not depend on how often its run was interrupted. A checkpoint that cannot be
-    read or belongs to other data or settings is discarded and the chain starts afresh.
+    Returns the sweep it resumed at (0 for a fresh chain) and the source commit of the run that
+    began the chain (None when fresh). The resumed chain equals the uninterrupted one bit for
+    bit (chain.run_chain) as long as the code is the same, which is why the beginning run's
+    commit is kept beside the checkpoint and reported. A checkpoint that cannot be read or
+    belongs to other data or settings is discarded and the chain starts afresh.
     """
     if checkpoint is None:
         est.fit(Y_train)
-        return 0
+        return 0, None
     from ..chain import CheckpointMismatch, load_checkpoint
 
     path = Path(checkpoint)
     path.parent.mkdir(parents=True, exist_ok=True)
+    began = Path(f"{path}.commit")
     start = 0
     if path.exists():
         try:
@@ -493,13 +500,20 @@ def _fit_resumable(est: Any, Y_train: np.ndarray, checkpoint: str | None) -> int
         except Exception:  # a truncated or foreign file: worthless, not an error
             path.unlink(missing_ok=True)
     est.set_params(checkpoint_path=str(path), checkpoint_every=CHECKPOINT_EVERY)
-    try:
-        est.fit(Y_train, resume=True)
-    except CheckpointMismatch:
-        path.unlink(missing_ok=True)
-        start = 0
-        est.fit(Y_train, resume=True)
-    return start
+    if start:
+        try:
+            est.fit(Y_train, resume=True)
+            return start, began.read_text().strip() if began.exists() else "unknown"
+        except CheckpointMismatch:
+            path.unlink(missing_ok=True)
+    began.write_text(f"{_source_commit() or 'unknown'}\n")
+    est.fit(Y_train, resume=True)
+    return 0, None
+
+
+def _drop_checkpoint(partial: Path, cell_id: str) -> None:
+    for name in (f"{cell_id}.ckpt", f"{cell_id}.ckpt.commit"):
+        (partial / name).unlink(missing_ok=True)
 
 
 def _versions() -> dict[str, str]:
@@ -1008,7 +1022,7 @@ def run_cells(
                 except Exception as exc:
                     summary.failed.append(c.id)
                     if partial is not None:  # a chain that failed is not worth resuming
-                        (partial / f"{c.id}.ckpt").unlink(missing_ok=True)
+                        _drop_checkpoint(partial, c.id)
                     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
                     _atomic_write(out / "errors" / f"{c.id}.txt", lambda f, tb=tb: f.write(tb), mode="w")
                     log(f"FAILED {c.id}: {type(exc).__name__}: {exc} (traceback in errors/{c.id}.txt)")
@@ -1020,7 +1034,7 @@ def run_cells(
                     continue
                 save_cell(out, record, latent)
                 if partial is not None:
-                    (partial / f"{c.id}.ckpt").unlink(missing_ok=True)
+                    _drop_checkpoint(partial, c.id)
                 done[c.id] = record
                 summary.computed.append(c.id)
                 n_done = len(summary.computed) + len(summary.failed) + len(summary.blocked)
