@@ -27,37 +27,121 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy.linalg.blas import dsyrk as _syrk
 from scipy.special import gammaln, logsumexp
 
 from .base import Likelihood, Prepared
-from .polya_gamma import _positive, check_finite_counts, draw_pg, gaussian_weights
+from .polya_gamma import _FAST, _positive, check_finite_counts, draw_pg, exp_poly
 
 #: When category j holds more than ``1 - exp(-_CANCEL)`` of a row's mass, ``xi`` is recomputed
 #: from scratch instead of by subtracting ``exp(psi_ij)`` from the running total (cancellation).
 _CANCEL = 1e-2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", fastmath=_FAST)
 def _multinomial_rows(psi, rows, Y0, observed, n_rows, const, out):
-    """Row log-likelihoods, the log-sum-exp over each row's observed categories."""
+    """Row log-likelihoods, the log-sum-exp over each row's observed categories.
+
+    The hot loop of every X, Z and W update. As in the Poisson kernel, the polynomial
+    ``exp_poly`` and selects (not branches) for unobserved categories let LLVM vectorise; the
+    terms go to buffers that are then summed in order, so no sum depends on the vector width.
+    """
     J = psi.shape[1]
+    ebuf = np.empty(J)
+    ybuf = np.empty(J)
     for k in range(rows.size):
         i = rows[k]
         m = -np.inf
         for j in range(J):
-            if observed[i, j] and psi[k, j] > m:
-                m = psi[k, j]
+            m = max(m, psi[k, j] if observed[i, j] else -np.inf)
         if m == -np.inf:
             out[k] = 0.0
             continue
+        for j in range(J):
+            x = psi[k, j]
+            ebuf[j] = exp_poly(x - m) if observed[i, j] else 0.0
+            ybuf[j] = Y0[i, j] * x if observed[i, j] else 0.0
         s = 0.0
         acc = 0.0
         for j in range(J):
-            if observed[i, j]:
-                x = psi[k, j]
-                s += math.exp(x - m)
-                acc += Y0[i, j] * x
+            s += ebuf[j]
+            acc += ybuf[j]
         out[k] = const[i] + acc - n_rows[i] * (m + math.log(s))
+
+
+@njit(cache=True)
+def _category_terms(psi, j, log_total, observed, informative, n_rows, Y0, xi, b, c, kappa):
+    """For category `j`: the log mass of each row's other observed categories (`xi`) and the
+    Polya-gamma shape `b`, tilt `c` and ``kappa = y - n / 2`` (zero where row `i` carries no
+    information about ``beta_j``).
+
+    ``xi = log(total - exp(psi_ij))`` comes from the running total, except when category `j`
+    holds more than ``1 - exp(-_CANCEL)`` of the row's mass, where the subtraction would cancel
+    and the other categories are summed afresh.
+    """
+    N, J = psi.shape
+    for i in range(N):
+        if not observed[i, j]:
+            xi[i] = log_total[i]
+            b[i] = c[i] = kappa[i] = 0.0
+            continue
+        d = psi[i, j] - log_total[i]
+        if d > -_CANCEL:
+            m = -np.inf
+            for t in range(J):
+                if t != j and observed[i, t] and psi[i, t] > m:
+                    m = psi[i, t]
+            acc = 0.0
+            if m > -np.inf:  # else the row's only observed category: nothing else has mass
+                for t in range(J):
+                    if t != j and observed[i, t]:
+                        acc += math.exp(psi[i, t] - m)
+            xi[i] = m + math.log(acc) if acc > 0.0 else -np.inf
+        else:
+            xi[i] = log_total[i] + math.log(-math.expm1(d))
+        if informative[i]:
+            b[i] = n_rows[i]
+            c[i] = psi[i, j] - xi[i]
+            kappa[i] = Y0[i, j] - 0.5 * n_rows[i]
+        else:
+            b[i] = c[i] = kappa[i] = 0.0
+
+
+@njit(cache=True)
+def _commit_category(psi, j, psi_j, xi, observed, log_total):
+    """Store the new ``psi_.j`` and add its mass back to each observed row's running total."""
+    for i in range(psi.shape[0]):
+        psi[i, j] = psi_j[i]
+        if observed[i, j]:
+            a, x = xi[i], psi_j[i]
+            hi = max(a, x)
+            log_total[i] = x if a == -np.inf else hi + math.log1p(math.exp(min(a, x) - hi))
+
+
+@njit(cache=True)
+def _gaussian_draw(P, tau, rhs, eps):
+    """``beta ~ N(P^-1 rhs, P^-1)`` for ``P = tau I + (the lower triangle of) P``."""
+    L = rhs.size
+    W = np.empty((L, L))
+    for a in range(L):
+        for col in range(a + 1):
+            W[a, col] = W[col, a] = P[a, col]
+        W[a, a] += tau
+    R = np.linalg.cholesky(W)
+    u = np.empty(L)
+    for a in range(L):  # R u = rhs: mean R^-1 rhs
+        acc = rhs[a]
+        for col in range(a):
+            acc -= R[a, col] * u[col]
+        u[a] = acc / R[a, a]
+    for a in range(L):  # unit covariance
+        u[a] += eps[a]
+    for a in range(L - 1, -1, -1):  # R^T x = u
+        acc = u[a]
+        for col in range(a + 1, L):
+            acc -= R[col, a] * u[col]
+        u[a] = acc / R[a, a]
+    return u
 
 
 def _log_softmax(psi: np.ndarray) -> np.ndarray:
@@ -116,36 +200,24 @@ class MultinomialLikelihood(Likelihood):
         n = prep.extra["n_rows"]
         informative = prep.extra["informative"]
         beta = params["beta"].copy()
+        N, L = Phi.shape
         J = beta.shape[1]
         psi = Phi @ beta
         with np.errstate(divide="ignore"):
             log_total = logsumexp(np.where(obs, psi, -np.inf), axis=1)
         tau = self.prior_scale**-2
+        # Column-major Phi: the scaled copies below are then column-major too, as syrk wants.
+        Phi_f = np.asfortranarray(Phi)
+        xi, b, c, kappa = (np.empty(N) for _ in range(4))
         for j in range(J - 1):
-            obs_j = obs[:, j]
-            valid = obs_j & informative
-            d = np.where(obs_j, psi[:, j] - log_total, -np.inf)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                # log(total - exp(psi_j)) = log_total + log(1 - exp(d)), d <= 0.
-                xi = log_total + np.log(-np.expm1(d))
-            exact = valid & (d > -_CANCEL)
-            if exact.any():
-                others = obs[exact].copy()
-                others[:, j] = False
-                xi[exact] = logsumexp(np.where(others, psi[exact], -np.inf), axis=1)
-            xi_v = np.where(valid, xi, 0.0)
-            b = np.where(valid, n, 0.0)
-            omega = draw_pg(rng, b, np.where(valid, psi[:, j] - xi_v, 0.0))
-            kappa = np.where(valid, prep.Y0[:, j] - 0.5 * n, 0.0)
-            rhs = Phi.T @ (kappa + omega * xi_v)
-            beta_j = gaussian_weights(rng, Phi, omega[:, None], rhs[:, None], tau)[:, 0]
+            _category_terms(psi, j, log_total, obs, informative, n, prep.Y0, xi, b, c, kappa)
+            omega = draw_pg(rng, b, c)
+            rhs = (kappa + omega * np.where(b > 0.0, xi, 0.0)) @ Phi
+            # Phi^T Omega Phi as a symmetric rank-N update: half the flops of a general product.
+            prec = _syrk(1.0, Phi_f * np.sqrt(omega)[:, None], trans=1, lower=1)
+            beta_j = _gaussian_draw(prec, tau, rhs, rng.standard_normal(L))
             beta[:, j] = beta_j
-            psi_j = Phi @ beta_j
-            # New running total: the other categories' mass plus the new exp(psi_ij).
-            with np.errstate(divide="ignore", invalid="ignore"):
-                upd = np.logaddexp(xi, psi_j)
-            log_total = np.where(obs_j, upd, log_total)
-            psi[:, j] = psi_j
+            _commit_category(psi, j, Phi @ beta_j, xi, obs, log_total)
         return {"beta": beta}
 
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
