@@ -416,6 +416,9 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
     cell, cfg = task.cell, task.config
     method = METHODS[cell.method]
     started = time.time()
+    # Read now, not when the cell ends: the code that runs is what was imported, and the source
+    # tree may move on during a long cell (the commit is cached for the process's life).
+    versions = _versions()
     # One BLAS thread per worker: the cells are the parallelism, and threaded BLAS on small
     # matrices only oversubscribes the cores.
     with threadpool_limits(limits=1, user_api="blas"):
@@ -471,7 +474,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "latent_shape": list(latent.shape),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "worker": f"{socket.gethostname()}:{os.getpid()}",
-        "versions": _versions(),
+        "versions": versions,
     }
     return record, latent
 
