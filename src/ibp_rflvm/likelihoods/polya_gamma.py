@@ -103,14 +103,32 @@ def _pg_series(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.nda
     the remainder (itself a sum of scaled Gamma(b) variables) as one Gamma variable with the
     remainder's exact mean and variance (from the closed forms), so the first two moments of
     the draw are exact."""
-    k = np.arange(1, _PG_SERIES_TERMS + 1, dtype=np.float64)
-    denom = 2.0 * math.pi**2 * ((k - 0.5) ** 2 + (c[:, None] / (2.0 * math.pi)) ** 2)
-    g = rng.gamma(np.broadcast_to(b[:, None], denom.shape), 1.0)
-    tail_mean = np.maximum(pg_mean(1.0, c) - np.sum(1.0 / denom, axis=1), 1e-300)
-    tail_var = np.maximum(pg_var(1.0, c) - np.sum(denom**-2.0, axis=1), 1e-300)
+    g = rng.gamma(np.broadcast_to(b[:, None], (b.size, _PG_SERIES_TERMS)), 1.0)
+    head, inv1, inv2 = _series_sums(g, c)
+    tail_mean = np.maximum(pg_mean(1.0, c) - inv1, 1e-300)
+    tail_var = np.maximum(pg_var(1.0, c) - inv2, 1e-300)
     # Per unit of b: Gamma(b m1^2 / m2, m2 / m1) has mean b m1 and variance b m2.
     tail = rng.gamma(b * tail_mean**2 / tail_var, tail_var / tail_mean)
-    return np.sum(g / denom, axis=1) + tail
+    return head + tail
+
+
+@njit(cache=True)
+def _series_sums(g, c):
+    """Per row: ``sum_k g_k / d_k`` and the first two moments' sums ``sum 1/d_k``,
+    ``sum 1/d_k^2`` of the truncated series, in one pass (no ``n x K`` temporaries)."""
+    n, K = g.shape
+    head, inv1, inv2 = np.empty(n), np.empty(n), np.empty(n)
+    two_pi2 = 2.0 * math.pi**2
+    for i in range(n):
+        h = (c[i] / (2.0 * math.pi)) ** 2
+        a = s1 = s2 = 0.0
+        for k in range(K):
+            d = two_pi2 * ((k + 0.5) ** 2 + h)  # term k + 1 of the series
+            a += g[i, k] / d
+            s1 += 1.0 / d
+            s2 += 1.0 / (d * d)
+        head[i], inv1[i], inv2[i] = a, s1, s2
+    return head, inv1, inv2
 
 
 # --------------------------------------------------------------------------------------------
