@@ -236,17 +236,22 @@ def test_failed_or_interrupted_run_resumes_without_recomputing(tmp_path, monkeyp
     assert len(load_records(out)) == 4 and not (out / "errors" / f"{bad}.txt").exists()
 
 
-def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch):
-    from ibp_rflvm import chain
-
-    kw = {
-        "config": RunConfig(n_iter=8, n_frequencies=8, max_rows=60),
+def _one_chain(n_iter: int) -> dict:
+    """`reproduce` arguments for one small IBP-RFLVM cell computed in this process."""
+    return {
+        "config": RunConfig(n_iter=n_iter, n_frequencies=8, max_rows=60),
         "datasets": "cambridge",
         "methods": "ibp-rflvm",
         "n_jobs": 1,
         "progress": False,
         "echo": lambda s: None,
     }
+
+
+def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch):
+    from ibp_rflvm import chain
+
+    kw = _one_chain(n_iter=8)
     cell = "cambridge__ibp-rflvm__t0"
     reference = reproduce("table1", tmp_path / "ref", trials=1, **kw)
     assert reference.computed == [cell]
@@ -289,14 +294,7 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
 
 
 def test_unreadable_or_foreign_checkpoint_is_discarded(tmp_path):
-    kw = {
-        "config": RunConfig(n_iter=4, n_frequencies=8, max_rows=60),
-        "datasets": "cambridge",
-        "methods": "ibp-rflvm",
-        "n_jobs": 1,
-        "progress": False,
-        "echo": lambda s: None,
-    }
+    kw = _one_chain(n_iter=4)
     cell = "cambridge__ibp-rflvm__t0"
     reference = _by_id(reproduce("table1", tmp_path / "ref", trials=1, **kw).out)[cell]
     # A truncated file, then a valid checkpoint of a chain on other data (trial 1's mask).

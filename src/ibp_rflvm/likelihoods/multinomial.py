@@ -31,7 +31,7 @@ from scipy.linalg.blas import dsyrk as _syrk
 from scipy.special import gammaln, logsumexp
 
 from .base import Likelihood, Prepared
-from .polya_gamma import _FAST, _positive, check_finite_counts, draw_pg, exp_poly
+from .polya_gamma import _FAST, _positive, check_finite_counts, cholesky_draw, draw_pg, exp_poly
 
 #: When category j holds more than ``1 - exp(-_CANCEL)`` of a row's mass, ``xi`` is recomputed
 #: from scratch instead of by subtracting ``exp(psi_ij)`` from the running total (cancellation).
@@ -120,27 +120,16 @@ def _commit_category(psi, j, psi_j, xi, observed, log_total):
 
 @njit(cache=True)
 def _gaussian_draw(P, tau, rhs, eps):
-    """``beta ~ N(P^-1 rhs, P^-1)`` for ``P = tau I + (the lower triangle of) P``."""
+    """``beta ~ N(W^-1 rhs, W^-1)``, ``W = tau I + P`` with only the lower triangle of `P` read
+    (what BLAS ``syrk`` fills)."""
     L = rhs.size
     W = np.empty((L, L))
     for a in range(L):
         for col in range(a + 1):
             W[a, col] = W[col, a] = P[a, col]
         W[a, a] += tau
-    R = np.linalg.cholesky(W)
     u = np.empty(L)
-    for a in range(L):  # R u = rhs: mean R^-1 rhs
-        acc = rhs[a]
-        for col in range(a):
-            acc -= R[a, col] * u[col]
-        u[a] = acc / R[a, a]
-    for a in range(L):  # unit covariance
-        u[a] += eps[a]
-    for a in range(L - 1, -1, -1):  # R^T x = u
-        acc = u[a]
-        for col in range(a + 1, L):
-            acc -= R[col, a] * u[col]
-        u[a] = acc / R[a, a]
+    cholesky_draw(W, rhs, eps, u)
     return u
 
 

@@ -137,6 +137,28 @@ def _series_sums(g, c):
 
 
 @njit(cache=True)
+def cholesky_draw(P, rhs, eps, u):
+    """``u = P^-1 rhs + R^-T eps`` with ``P = R R^T``: one draw of ``N(P^-1 rhs, P^-1)`` from
+    standard normals `eps` (`P` is the full symmetric precision; `u` is written in place)."""
+    L = rhs.shape[0]
+    R = np.linalg.cholesky(P)
+    # Forward substitution R u = rhs, then u += eps: mean R^-1 rhs, unit covariance.
+    for a in range(L):
+        acc = rhs[a]
+        for c in range(a):
+            acc -= R[a, c] * u[c]
+        u[a] = acc / R[a, a]
+    for a in range(L):
+        u[a] += eps[a]
+    # Back substitution R^T x = u (in place).
+    for a in range(L - 1, -1, -1):
+        acc = u[a]
+        for c in range(a + 1, L):
+            acc -= R[c, a] * u[c]
+        u[a] = acc / R[a, a]
+
+
+@njit(cache=True)
 def _draw_columns(packed, lo_r, lo_c, tau, rhs, eps, out, offset):
     """``out[:, offset + j] = P_j^-1 rhs_j + R_j^-T eps_j`` for each row ``j`` of `packed`.
 
@@ -155,21 +177,7 @@ def _draw_columns(packed, lo_r, lo_c, tau, rhs, eps, out, offset):
             P[lo_c[t], lo_r[t]] = v
         for a in range(L):
             P[a, a] += tau
-        R = np.linalg.cholesky(P)
-        # Forward substitution R u = rhs, then u += eps: mean R^-1 rhs, unit covariance.
-        for a in range(L):
-            acc = rhs[a, j]
-            for c in range(a):
-                acc -= R[a, c] * u[c]
-            u[a] = acc / R[a, a]
-        for a in range(L):
-            u[a] += eps[a, j]
-        # Back substitution R^T x = u (in place): x ~ N(P^-1 rhs, P^-1).
-        for a in range(L - 1, -1, -1):
-            acc = u[a]
-            for c in range(a + 1, L):
-                acc -= R[c, a] * u[c]
-            u[a] = acc / R[a, a]
+        cholesky_draw(P, rhs[:, j], eps[:, j], u)
         for a in range(L):
             out[a, offset + j] = u[a]
 
