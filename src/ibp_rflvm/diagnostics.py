@@ -8,6 +8,8 @@ distances between rows in the latent space.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 #: Rows whose pairwise latent distances are tracked (evenly spaced over the data).
@@ -25,7 +27,7 @@ def _pairwise(H: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return d[iu]
 
 
-def to_inference_data(est, Y_heldout=None):
+def to_inference_data(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     """An ``arviz.InferenceData`` with the chains as the ``chain`` dimension.
 
     Groups: ``posterior`` (kept sweeps) and ``warmup_posterior`` (burn-in) with ``k_plus``,
@@ -80,7 +82,7 @@ def to_inference_data(est, Y_heldout=None):
     )  # fmt: skip
 
 
-def summary(est, Y_heldout=None):
+def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame)."""
     import arviz as az
 

@@ -472,7 +472,7 @@ def theta_bounds(N: int, M: int, Q: int) -> list[tuple[float | None, float | Non
     )
 
 
-def unpack_theta(theta: np.ndarray, N: int, M: int, Q: int):
+def unpack_theta(theta: np.ndarray, N: int, M: int, Q: int) -> tuple[np.ndarray, ...]:
     """Inverse of `pack_theta`: ``(mu, S, Z, sf2, l, noise)``."""
     i = 0
     mu = theta[i : i + N * Q].reshape(N, Q)

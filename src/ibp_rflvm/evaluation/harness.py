@@ -308,7 +308,9 @@ def subsample_rows(n_rows: int, max_rows: int | None) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4)
-def dataset_arrays(name: str, sqrt: bool, data_home: str | None, max_rows: int | None):
+def dataset_arrays(
+    name: str, sqrt: bool, data_home: str | None, max_rows: int | None
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """``(data, labels, label_names)`` of a data set after the row subset; cached per process
     because a worker usually runs several cells of the same data set."""
     from ..datasets import load
@@ -321,7 +323,9 @@ def dataset_arrays(name: str, sqrt: bool, data_home: str | None, max_rows: int |
     return data, np.asarray(ds.labels)[rows], list(ds.label_names)
 
 
-def split_for(Y: np.ndarray, dataset: str, trial: int, base_seed: int = 0):
+def split_for(
+    Y: np.ndarray, dataset: str, trial: int, base_seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, int, str]:
     """``(Y_train, Y_test, mask_seed, mask_digest)`` of `dataset` in `trial`."""
     from ..datasets import holdout_mask
 
@@ -358,7 +362,7 @@ class CellTask:
 CHECKPOINT_EVERY = 5
 
 
-def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunConfig):
+def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunConfig) -> Any:
     """An unfitted estimator for `method` with the run's settings."""
     m = METHODS[method]
     if m.family == "rflvm":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .base import Likelihood
 from .bernoulli import BernoulliLikelihood
 from .binomial import BinomialLikelihood
 from .gaussian import GaussianLikelihood
@@ -20,7 +21,7 @@ REGISTRY: dict[str, type] = {
 }
 
 
-def make_likelihood(name: str, **hyper):
+def make_likelihood(name: str, **hyper: float) -> Likelihood:
     """The likelihood called `name`, with hyperparameters `hyper` (unknown ones are an error)."""
     try:
         cls = REGISTRY[name]

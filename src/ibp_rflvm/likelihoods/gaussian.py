@@ -29,6 +29,7 @@ from scipy.special import gammaln
 
 from ..features import frequency_columns, row_features
 from ..samplers.ibp import gibbs_flip, z_log_prior_odds
+from .base import Prepared
 
 LOG_2PI = math.log(2.0 * math.pi)
 # Reassociation lets LLVM vectorise the dot products of the row kernels (about 4x); no
@@ -468,8 +469,7 @@ class GaussianLikelihood:
     def validate(self, Y: np.ndarray) -> None:
         """Any finite real value is admissible (checked already by the generic validation)."""
 
-    def prepare(self, Y: np.ndarray):
-        from .base import Prepared
+    def prepare(self, Y: np.ndarray) -> Prepared:
 
         observed = ~np.isnan(Y)
         return Prepared(Y0=np.where(observed, Y, 0.0), observed=observed, extra={})

@@ -34,7 +34,10 @@ class FactorisedState:
         self.all_rows = np.arange(X.shape[0])
         self.ll = lik.loglik_rows(self.psi, self.all_rows, params, prep)
 
-    def rows_loglik(self, H_rows: np.ndarray, W: np.ndarray, rows: np.ndarray):
+    def rows_loglik(
+        self, H_rows: np.ndarray, W: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Log-likelihoods of `rows` with latent rows `H_rows`, and their ``Phi`` and ``psi``."""
         Phi = feature_map(H_rows, W, self.bias)
         psi = Phi @ self.beta
         return self.lik.loglik_rows(psi, rows, self.params, self.prep), Phi, psi
