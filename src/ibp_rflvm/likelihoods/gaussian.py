@@ -470,7 +470,6 @@ class GaussianLikelihood:
         """Any finite real value is admissible (checked already by the generic validation)."""
 
     def prepare(self, Y: np.ndarray) -> Prepared:
-
         observed = ~np.isnan(Y)
         return Prepared(Y0=np.where(observed, Y, 0.0), observed=observed, extra={})
 
