@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from ..features import feature_map, frequency_columns
 from ..likelihoods.base import Likelihood, Prepared
@@ -81,23 +82,39 @@ def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedStat
     chols = np.linalg.cholesky(Sigma)
     accepted = 0
     ll_total = float(np.sum(fs.ll, dtype=np.float64))
+    # Proposals are mostly rejected: one N x J buffer takes every proposed psi and trades places
+    # with the current one only on acceptance, so no proposal allocates N x J memory.
+    spare = np.empty_like(fs.psi)
     for m in range(M):
         k = zeta[m]
         w_prop = mu[k] + chols[k] @ rng.standard_normal(K)
         log_u = math.log(rng.random())
         cols = [m, m + M]
         new_cols = frequency_columns(H, w_prop, M)
-        psi_prop = fs.psi + (new_cols - fs.Phi[:, cols]) @ fs.beta[cols]
-        ll_prop = fs.lik.loglik_rows(psi_prop, fs.all_rows, fs.params, fs.prep)
+        _low_rank_update(fs.psi, new_cols - fs.Phi[:, cols], np.ascontiguousarray(fs.beta[cols]), spare)
+        ll_prop = fs.lik.loglik_rows(spare, fs.all_rows, fs.params, fs.prep)
         total = float(np.sum(ll_prop, dtype=np.float64))
         if log_u < total - ll_total:
             W[m] = w_prop
             fs.Phi[:, cols] = new_cols
-            fs.psi = psi_prop
+            fs.psi, spare = spare, fs.psi
             fs.ll = ll_prop
             ll_total = total
             accepted += 1
     return accepted
+
+
+@njit(cache=True)
+def _low_rank_update(psi, D, B, out):
+    """``out = psi + D B`` in one pass (``D`` is N x r, ``B`` is r x J, r small)."""
+    N, J = psi.shape
+    r = D.shape[1]
+    for i in range(N):
+        for j in range(J):
+            acc = 0.0
+            for t in range(r):
+                acc += D[i, t] * B[t, j]
+            out[i, j] = psi[i, j] + acc
 
 
 __all__ = ["FactorisedState", "elliptical_slice", "update_w", "update_x", "update_z"]
