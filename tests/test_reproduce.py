@@ -271,6 +271,8 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
     ckpt = out / "partial" / f"{cell}.ckpt"
     assert first.interrupted and not first.computed
     assert chain.load_checkpoint(ckpt)["sweep"] == 6  # the last multiple of 3 before sweep 7
+    table = harness.status("table1", out, 1, kw["config"], "cambridge", "ibp-rflvm")
+    assert "| cambridge | 0/1, t0 at sweep 6 |" in table and "0 of 1 cells done, 1 in flight" in table
 
     def counted(*args, **kwargs):
         calls.append(1)
@@ -283,6 +285,7 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
     assert len(calls) == 8 - 6  # only the sweeps after the checkpoint were run again
     got, want = _by_id(out)[cell], _by_id(tmp_path / "ref")[cell]
     assert got["resumed_from_sweep"] == 6 and want["resumed_from_sweep"] == 0
+    assert "| cambridge | 1/1 |" in harness.status("table1", out, 1, kw["config"], "cambridge", "ibp-rflvm")
     # The run that began the chain was this same code (its commit, or None outside git).
     assert got["resumed_from_commit"] == (got["versions"].get("commit") or "unknown")
     assert want["resumed_from_commit"] is None and not list((out / "partial").iterdir())
@@ -311,6 +314,16 @@ def test_unreadable_or_foreign_checkpoint_is_discarded(tmp_path):
         assert got["resumed_from_sweep"] == 0
         assert got["metrics"] == reference["metrics"]
         assert not (out / "partial" / f"{cell}.ckpt").exists()
+
+
+def test_status_from_cli_counts_cells_and_writes_nothing(e2e, capsys):
+    before = sorted(p.relative_to(e2e) for p in e2e.rglob("*"))
+    args = ["reproduce", "table1", "--datasets", "cancer,cambridge", "--methods", "ibp-rflvm,rflvm"]
+    assert main([*args, "--trials", "3", "--out", str(e2e), "--status", *SMALL]) == 0
+    shown = capsys.readouterr().out
+    assert "| cancer | 2/3 | 2/3 |" in shown and "8 of 12 cells done, 0 in flight" in shown
+    assert sorted(p.relative_to(e2e) for p in e2e.rglob("*")) == before
+    assert main([*args, "--out", str(e2e), "--status", "--report-only", *SMALL]) == 2
 
 
 def test_interrupt_exit_code_from_cli(tmp_path, monkeypatch):

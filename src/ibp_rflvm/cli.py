@@ -122,8 +122,11 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _reproduce(args: argparse.Namespace) -> int:
     """Run (or resume) the paper's experiments; see :mod:`ibp_rflvm.evaluation.harness`."""
-    from .evaluation.harness import ReproduceError, RunConfig, reproduce
+    from .evaluation.harness import ReproduceError, RunConfig, reproduce, status
 
+    if args.status and args.report_only:
+        print("ibp-rflvm reproduce: --status and --report-only exclude each other", file=sys.stderr)
+        return 2
     try:
         cfg = RunConfig(
             n_iter=args.n_iter,
@@ -134,6 +137,9 @@ def _reproduce(args: argparse.Namespace) -> int:
             seed=args.seed,
             data_home=args.data_home,
         )
+        if args.status:
+            print(status(args.target, args.out, args.trials, cfg, args.datasets, args.methods))
+            return 0
         summary = reproduce(
             args.target,
             out=args.out,
@@ -227,6 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--report-only",
         action="store_true",
         help="compute nothing: write the target's tables and figures from the cells already in --out",
+    )
+    rep.add_argument(
+        "--status",
+        action="store_true",
+        help="compute and write nothing: show the cells done and in flight in --out",
     )
     # For smoke tests only: evenly spaced row subsets (recorded in every cell file).
     rep.add_argument("--max-rows", type=int, default=None, help=argparse.SUPPRESS)

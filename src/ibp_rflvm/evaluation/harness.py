@@ -1068,6 +1068,59 @@ def run_cells(
     return summary
 
 
+def status(
+    target: str,
+    out: str | Path = "results",
+    trials: int = 5,
+    config: RunConfig | None = None,
+    datasets: str | Sequence[str] | None = None,
+    methods: str | Sequence[str] | None = None,
+) -> str:
+    """Where a reproduction stands, as Markdown: per data set and method, the trials done and
+    the cells in flight with the sweep their checkpoint reached. Computes and writes nothing."""
+    from ..chain import load_checkpoint
+
+    cfg = config or RunConfig()
+    out = Path(out)
+    plan = make_plan(target, trials, cfg, datasets, methods)
+    done = _check_settings(out, plan.cells, cfg)
+    grid: dict[str, dict[str, list[Cell]]] = {}
+    for c in plan.cells:
+        grid.setdefault(c.dataset, {}).setdefault(c.method, []).append(c)
+    cols = list(dict.fromkeys(c.method for c in plan.cells))
+    lines = [
+        "| data set | " + " | ".join(METHODS[m].name for m in cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    n_flight = 0
+    for d, by_method in grid.items():
+        row = []
+        for m in cols:
+            cells = by_method.get(m)
+            if not cells:
+                row.append("")
+                continue
+            text = f"{sum(c.id in done for c in cells)}/{len(cells)}"
+            for c in cells:
+                ckpt = out / "partial" / f"{c.id}.ckpt"
+                if c.id in done or not ckpt.exists():
+                    continue
+                try:
+                    sweep = f"sweep {int(load_checkpoint(ckpt)['sweep'])}"
+                except Exception:  # being replaced, or unreadable (a rerun discards it)
+                    sweep = "unreadable checkpoint"
+                text += f", t{c.trial} at {sweep}"
+                n_flight += 1
+            row.append(text)
+        lines.append(f"| {d} | " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append(
+        f"{len(done)} of {len(plan.cells)} cells done, {n_flight} in flight (checkpointed), "
+        f"{len(plan.cells) - len(done) - n_flight} not started"
+    )
+    return "\n".join(lines + plan.notes)
+
+
 def reproduce(
     target: str,
     out: str | Path = "results",
