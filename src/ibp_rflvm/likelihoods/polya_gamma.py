@@ -220,7 +220,8 @@ def gaussian_weights(
     rhs = np.ascontiguousarray(rhs, dtype=np.float64)
     lo_r, lo_c = np.tril_indices(L)
     if J == 1:
-        # One column (the multinomial's category updates): the direct product is cheaper.
+        # One column (a one-column data matrix): the direct product is cheaper than the
+        # N x L(L+1)/2 row outer products.
         P = Phi.T @ (omega[:, :1] * Phi)
         _draw_columns(P[lo_r, lo_c][None], lo_r, lo_c, prior_precision, rhs, eps, beta, 0)
         return beta

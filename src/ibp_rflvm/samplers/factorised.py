@@ -91,7 +91,7 @@ def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedStat
         log_u = math.log(rng.random())
         cols = [m, m + M]
         new_cols = frequency_columns(H, w_prop, M)
-        _low_rank_update(fs.psi, new_cols - fs.Phi[:, cols], np.ascontiguousarray(fs.beta[cols]), spare)
+        _low_rank_update(fs.psi, new_cols - fs.Phi[:, cols], fs.beta[cols], spare)  # [cols]: a C copy
         ll_prop = fs.lik.loglik_rows(spare, fs.all_rows, fs.params, fs.prep)
         total = float(np.sum(ll_prop, dtype=np.float64))
         if log_u < total - ll_total:
