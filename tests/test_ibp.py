@@ -22,30 +22,40 @@ def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
     return float(x.mean()), float(means.std(ddof=1) / math.sqrt(n_batches))
 
 
-def _prior_chain(data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0):
+def _prior_chain(
+    data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0, moves: bool = True
+):
     """Run the real sweep with no information in the data.
 
     ``data_cols = 0`` gives the collapsed-Gaussian kernels a constant likelihood (no columns);
-    ``data_cols = None`` uses ``use_likelihood=False`` and the factorised z pass.
+    ``data_cols = None`` uses ``use_likelihood=False`` and the factorised z pass. Returns the
+    ``K+`` and mean row-count traces after 200 sweeps, and the summed move counts.
     """
     rng = np.random.default_rng(seed)
     use_lik = data_cols is not None
     Y = np.zeros((n, data_cols if use_lik else 1))
     data = model.Data.from_array(Y)
-    spec = model.ModelSpec(n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik)
+    spec = model.ModelSpec(n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves)
     state = model.init_state(rng, data, spec)
     k_plus, row_counts = [], []
+    moved = {"births": 0, "deaths": 0, "flips": 0}
     for _ in range(n_sweeps):
-        state, _ = model.sweep(rng, state, data, spec)
+        state, info = model.sweep(rng, state, data, spec)
         k_plus.append(state.k_plus)
         row_counts.append(state.Z.sum(axis=1).mean())
-    return np.array(k_plus[200:]), np.array(row_counts[200:])
+        for key in moved:
+            moved[key] += info.get(key, 0)
+    return np.array(k_plus[200:]), np.array(row_counts[200:]), moved
 
 
+@pytest.mark.parametrize("moves", [True, False], ids=["default-sweep", "paper-sweep"])
 @pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
-def test_ibp_prior_matches_poisson(data_cols):
+def test_ibp_prior_matches_poisson(data_cols, moves):
     n, alpha = 10, 2.0
-    k_plus, row_counts = _prior_chain(data_cols, 4000, n=n, alpha=alpha)
+    k_plus, row_counts, moved = _prior_chain(data_cols, 4000, n=n, alpha=alpha, moves=moves)
+    if moves:
+        # The check only speaks for the moves if they ran: thousands of accepted proposals.
+        assert min(moved.values()) > 1000, moved
     target = alpha * ibp.harmonic(n)  # 5.858
     mean, se = batch_mean_se(k_plus)
     assert abs(mean - target) < 4 * se, (mean, target, se)

@@ -76,12 +76,16 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300):
     data = model.Data.from_array(Y, lik)
     state = model.init_state(rng, data, spec)
     free = J - 1 if name == "multinomial" else J
-    out = {k: [] for k in ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr")}
+    keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips")
+    out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         psi = state.phi(spec.bias) @ state.params["beta"]
         Y = np.where(observed, draw(rng, psi, state.params, observed), np.nan)
         data = model.Data.from_array(Y, lik)
-        state, _ = model.sweep(rng, state, data, spec)
+        state, info = model.sweep(rng, state, data, spec)
+        if ibp_on:
+            out["births"].append(info["births"])
+            out["flips"].append(info["flips"])
         beta = state.params["beta"][:, :free] / SCALE
         out["alpha"].append(state.alpha)
         out["eta"].append(state.eta)
@@ -127,6 +131,7 @@ def _check(draws, expected):
         ("negbinom", True, 4000),
         ("negbinom", False, 3000),
         ("poisson", True, 4000),
+        ("poisson", False, 3000),
         ("bernoulli", True, 4000),
         ("binomial", True, 4000),
         ("multinomial", True, 4000),
@@ -134,5 +139,8 @@ def _check(draws, expected):
 )
 def test_count_sweep_gets_it_right(name, ibp_on, n_sweeps):
     draws = _successive_conditional(name, ibp_on, n_sweeps)
-    report = _check(draws, _expected(name, ibp_on))
+    if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
+        assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
+    expected = _expected(name, ibp_on)
+    report = _check({k: draws[k] for k in expected}, expected)
     print(name, "ibp" if ibp_on else "dense", "; ".join(report))

@@ -18,9 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .effective import dimension_importance, effective_dimensions
 from .model import ChainState, Data, ModelSpec, init_state, sweep
 
 CHECKPOINT_VERSION = 1
+#: Sweeps between refreshes of the effective number of dimensions in the progress bar.
+PROGRESS_EFFECTIVE_EVERY = 10
 
 
 class CheckpointMismatch(ValueError):
@@ -132,13 +135,20 @@ def run_chain(
         record = ChainRecord()
     if progress is not None and start:
         progress.update(start)
+    k_eff: int | str = "?"  # effective dimensions shown in the progress bar, until first scored
     for t in range(start, n_iter):
         state, info = sweep(rng, state, data, spec)
         record.add(state, info, keep=t >= burn_in, spec=spec)
-        if progress is not None:
-            progress.set_postfix(k_plus=info["k_plus"], refresh=False)
-            progress.update(1)
         done = t + 1
+        if progress is not None:
+            # Scoring K dimensions costs K likelihood evaluations, so the effective number of
+            # dimensions is refreshed only every PROGRESS_EFFECTIVE_EVERY sweeps (and at the
+            # last), and only when a progress bar shows it. It draws no random numbers.
+            if done % PROGRESS_EFFECTIVE_EVERY == 0 or done == n_iter:
+                importance = dimension_importance(state.H, state.W, state.params, data, spec)
+                k_eff = effective_dimensions(importance, int(data.observed.sum()))
+            progress.set_postfix(k_plus=info["k_plus"], k_eff=k_eff, refresh=False)
+            progress.update(1)
         if path is not None and (done % checkpoint_every == 0 or done == n_iter):
             _write_atomic(
                 path,

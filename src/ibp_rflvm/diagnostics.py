@@ -83,14 +83,24 @@ def to_inference_data(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
 
 
 def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
-    """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame)."""
+    """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame).
+
+    The last row, ``effective_dims``, is the effective number of dimensions (see
+    :mod:`ibp_rflvm.effective`). It is scored on the kept draws thinned to at most
+    ``EFFECTIVE_MAX_DRAWS`` per chain, which do not align with the other variables' draws, so
+    its statistics come from a separate ArviZ summary of that ``chains x thinned draws`` array
+    (its ESS counts thinned draws).
+    """
     import arviz as az
+    import pandas as pd
 
     idata = to_inference_data(est, Y_heldout)
     var_names = ["loglik", "k_plus", "eta", "latent_distance"]
     if est.spec_.ibp:
         var_names.insert(2, "alpha")
-    return az.summary(idata, var_names=var_names, kind="all")
+    table = az.summary(idata, var_names=var_names, kind="all")
+    effective = az.from_dict(posterior={"effective_dims": est.effective_dims_.astype(np.float64)})
+    return pd.concat([table, az.summary(effective, kind="all")])
 
 
 def _ordered(H: np.ndarray) -> np.ndarray:

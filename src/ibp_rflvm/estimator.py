@@ -15,11 +15,18 @@ from threadpoolctl import threadpool_limits
 
 from ._validation import as_data_matrix, check_int, check_random_state, resolve_burn_in
 from .chain import ChainResult, run_chain
+from .effective import DEFAULT_THRESHOLD, dimension_importance
+from .effective import effective_dimensions as _count_effective
 from .evaluation.metrics import heldout_entries, lpd_from_samples
 from .evaluation.metrics import perplexity as perplexity_metric
 from .features import feature_map
 from .likelihoods import make_likelihood
 from .model import ChainState, Data, ModelSpec
+
+#: ``"default"``: the scaled start and, for the IBP, the dimension moves of SPEC 2.2;
+#: ``"paper"``: the paper's sweep and its unit-variance PCA start (the reproduction's
+#: "as published" setting).
+SAMPLERS = ("default", "paper")
 
 
 class _RFLVMBase(TransformerMixin, BaseEstimator):
@@ -38,6 +45,9 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         check_int("n_iter", self.n_iter, 1)
         name, minimum = ("init_dims", 0) if self._ibp else ("n_components", 1)
         n_dims = check_int(name, self._n_dims(), minimum)
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {sorted(SAMPLERS)}; got {self.sampler!r}")
+        paper = self.sampler == "paper"
         return ModelSpec(
             n_frequencies=n_frequencies,
             ibp=self._ibp,
@@ -47,6 +57,8 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             eta_prior=tuple(self.eta_prior),
             lam0=float(self.lam0),
             likelihood=lik,
+            moves=self._ibp and not paper,
+            scaled_start=not paper,
         )
 
     def _burn_in(self) -> int:
@@ -273,6 +285,66 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
 
         return summary(self, Y_heldout)
 
+    # ----------------------------------------------------------------------------------------
+    # Effective number of dimensions (SPEC section 2.2): computed on first use, then cached.
+    # Each sample costs one likelihood evaluation per dimension, so only an evenly thinned
+    # subset of the kept samples (at most EFFECTIVE_MAX_DRAWS per chain) is scored.
+
+    def _effective_importance(self) -> list[list[np.ndarray]]:
+        """``dimension_importance`` of every chain's thinned kept samples (cached per fit)."""
+        self._check_fitted()
+        cache = getattr(self, "_effective_cache", None)
+        # Keyed on the chains object itself, so a refit (new chains) recomputes.
+        if cache is not None and cache[0] is self._chains:
+            return cache[1]
+        draws = effective_draws(len(self._chains[0].record.samples))
+        with threadpool_limits(limits=1, user_api="blas"):
+            importance = [
+                [
+                    dimension_importance(s["H"], s["W"], s["params"], self._data, self.spec_)
+                    for s in (res.record.samples[i] for i in draws)
+                ]
+                for res in self._chains
+            ]
+        self._effective_cache = (self._chains, importance)
+        return importance
+
+    def effective_dimensions(self, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
+        """Effective dimensions of each chain's thinned kept samples (``chains x draws`` ints).
+
+        A dimension counts when removing it lowers the training log-likelihood by more than
+        `threshold` nats per observed entry (see :mod:`ibp_rflvm.effective`). Another
+        `threshold` reuses the cached importances, so it costs nothing to compare several.
+        """
+        n_observed = int(self._data.observed.sum())
+        return np.array(
+            [
+                [_count_effective(imp, n_observed, threshold) for imp in chain]
+                for chain in self._effective_importance()
+            ],
+            dtype=np.int64,
+        )
+
+    @property
+    def effective_dims_(self) -> np.ndarray:
+        """Effective dimensions at the default threshold, ``chains x draws``; the draws are the
+        kept samples thinned evenly to at most ``EFFECTIVE_MAX_DRAWS`` per chain
+        (``effective_draws_`` gives their indices among the kept samples)."""
+        return self.effective_dimensions()
+
+    @property
+    def effective_draws_(self) -> np.ndarray:
+        """Indices, among each chain's kept samples, of the draws in ``effective_dims_``."""
+        self._check_fitted()
+        return effective_draws(len(self._chains[0].record.samples))
+
+    @property
+    def effective_dims_posterior_(self) -> dict[int, float]:
+        """Posterior of the effective number of dimensions: value -> frequency over all chains'
+        thinned draws (ascending values; frequencies sum to 1)."""
+        values, counts = np.unique(self.effective_dims_, return_counts=True)
+        return {int(v): float(c) / counts.sum() for v, c in zip(values, counts, strict=True)}
+
     def log_predictive_density(self, Y_heldout) -> float:
         """Held-out LPD: sum over non-NaN entries of ``log (1/S) sum_s p(y_ij | theta_s)``."""
         return lpd_from_samples(self.pointwise_log_predictive(Y_heldout))
@@ -281,6 +353,18 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         """Mean held-out log predictive density per scored entry."""
         logp = self.pointwise_log_predictive(Y_heldout)
         return lpd_from_samples(logp) / logp.shape[1]
+
+
+#: At most this many kept samples per chain are scored for the effective number of dimensions.
+EFFECTIVE_MAX_DRAWS = 50
+
+
+def effective_draws(n_kept: int, max_draws: int = EFFECTIVE_MAX_DRAWS) -> np.ndarray:
+    """Indices of `n_kept` samples thinned evenly to at most `max_draws`, the last one included
+    (the final sample is the one ``latent_`` and ``transform`` use)."""
+    if n_kept <= max_draws:
+        return np.arange(n_kept)
+    return np.unique(np.round(np.linspace(0, n_kept - 1, max_draws)).astype(np.int64))
 
 
 def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, verbose: bool) -> ChainResult:
@@ -312,7 +396,8 @@ def _progress(total: int, verbose: bool):
         return None
     from tqdm.auto import tqdm
 
-    # tqdm reports sweeps per second; the chain adds the current K+ as a postfix.
+    # tqdm reports sweeps per second; the chain adds the current K+ and, every few sweeps, the
+    # effective number of dimensions as a postfix.
     return tqdm(total=total, unit="sweep", desc="MCMC", dynamic_ncols=True)
 
 
@@ -342,6 +427,9 @@ class IBPRFLVM(_RFLVMBase):
         every `checkpoint_every` sweeps; ``fit(Y, resume=True)`` continues from it. With several
         chains, chain ``c`` uses ``<checkpoint_path>.chain<c>``.
     verbose : show a progress bar (sweeps per second and current K+).
+    sampler : ``"default"`` (joint ``(z, x)`` flips and singleton birth/death after every IBP
+        step, and a start scaled so that ``H W^T`` has variance about 2; docs/sampler.md) or
+        ``"paper"`` (the paper's sweep and start, kept for comparison).
     """
 
     _ibp = True
@@ -364,6 +452,7 @@ class IBPRFLVM(_RFLVMBase):
         checkpoint_path: str | None = None,
         checkpoint_every: int = 10,
         verbose: bool = False,
+        sampler: str = "default",
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -381,6 +470,7 @@ class IBPRFLVM(_RFLVMBase):
         self.checkpoint_path = checkpoint_path
         self.checkpoint_every = checkpoint_every
         self.verbose = verbose
+        self.sampler = sampler
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -412,6 +502,7 @@ class RFLVM(_RFLVMBase):
         checkpoint_path: str | None = None,
         checkpoint_every: int = 10,
         verbose: bool = False,
+        sampler: str = "default",
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -428,6 +519,7 @@ class RFLVM(_RFLVMBase):
         self.checkpoint_path = checkpoint_path
         self.checkpoint_every = checkpoint_every
         self.verbose = verbose
+        self.sampler = sampler
 
     def _n_dims(self) -> int:
         return self.n_components

@@ -16,7 +16,7 @@ import numpy as np
 from .features import feature_map
 from .likelihoods import gaussian
 from .likelihoods.base import Prepared
-from .samplers import dp_mixture, factorised, ibp
+from .samplers import dimension_moves, dp_mixture, factorised, ibp
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,12 @@ class ModelSpec:
     `ibp` switches the Indian buffet process on (IBP-RFLVM) or off (dense RFLVM: ``Z = 1`` and
     a fixed number of dimensions `n_dims`). With the IBP on, `n_dims` is the initial number.
     `use_likelihood=False` samples from the prior (used by the sampler checks).
+
+    `moves` adds the dimension moves of SPEC 2.2 to every IBP sweep (joint ``(z, x)`` flips and
+    singleton birth/death, with new ``x`` proposed from ``N(0, flip_scale^2)``); `scaled_start`
+    scales the PCA start so that ``H W^T`` has variance about 2 whatever the number of
+    dimensions. Both are the library's default; the paper's sweep and start are
+    ``moves=False, scaled_start=False``.
     """
 
     n_frequencies: int = 50
@@ -38,6 +44,9 @@ class ModelSpec:
     lam0: float = 1.0
     likelihood: object = field(default_factory=gaussian.GaussianLikelihood)
     use_likelihood: bool = True
+    moves: bool = True
+    flip_scale: float = 0.2
+    scaled_start: bool = True
 
     @property
     def gaussian_prior(self) -> gaussian.GaussianPrior:
@@ -134,6 +143,10 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
     Y0 = np.where(data.observed, data.Y, col_mean)
     # PCA of the mean-filled data is only a starting point; counts enter it as square roots.
     X = _pca_init(Y0 if spec.likelihood.collapsed else np.sqrt(np.maximum(Y0, 0.0)), K)
+    if spec.scaled_start and K:
+        # Unit-variance coordinates in each of K dimensions give H W^T variance K under unit
+        # frequencies: at K = 12 the starting features are close to random (SPEC 2.2).
+        X *= math.sqrt(min(1.0, 2.0 / K))
     Z = np.ones((N, K), dtype=np.int8)
     if spec.ibp:
         _, pi = ibp.update_sticks(rng, Z)
@@ -186,6 +199,29 @@ def _kernel_args(w: _Work, spec: ModelSpec, Phi: np.ndarray, cache: gaussian.Cac
     )  # fmt: skip
 
 
+def _dimension_moves(
+    rng: np.random.Generator, w: _Work, spec: ModelSpec, Phi: np.ndarray | None, fs
+) -> dict:
+    """The SPEC 2.2 moves on the active dimensions: ``(z, x)`` flips, then singleton birth/death."""
+    counts = w.Z.sum(axis=0).astype(np.int64)
+    q = spec.flip_scale
+    if not spec.use_likelihood:
+        target = dimension_moves.NoLikelihood()
+        flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target)
+    elif spec.likelihood.collapsed:
+        cache = gaussian.build_cache(Phi, w.Y, spec.likelihood.prior)
+        flips = dimension_moves.flip_rows_collapsed(rng, *_kernel_args(w, spec, Phi, cache), counts, q)
+        target = dimension_moves.CollapsedRows(Phi, w.Y, cache, spec.likelihood.prior, spec.bias)
+    else:
+        target = dimension_moves.FactorisedRows(fs)
+        flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target)
+    dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
+    dims, info = dimension_moves.singleton_birth_death(rng, dims, w.alpha, q, spec.lam0, target)
+    w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
+    info["flips"] = int(flips)
+    return info
+
+
 def sweep(
     rng: np.random.Generator, state: ChainState, data: Data, spec: ModelSpec
 ) -> tuple[ChainState, dict]:
@@ -210,6 +246,7 @@ def sweep(
         _resize(rng, w, order, 0, spec.lam0)
         w.pi = w.pi[order]
         counts = w.Z.sum(axis=0).astype(np.int64)
+        Phi = cache = None
         if not spec.use_likelihood:
             zero = np.zeros(N)
             for d in range(w.Z.shape[1]):
@@ -221,6 +258,11 @@ def sweep(
         else:
             fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
             info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs)
+        if spec.moves:
+            # The moves work with the sticks integrated out: drop the inactive dimensions (exact
+            # marginalisation), move, and let update_sticks draw pi | Z afterwards.
+            _resize(rng, w, np.flatnonzero(w.Z.any(axis=0)), 0, spec.lam0)
+            info.update(_dimension_moves(rng, w, spec, Phi, fs))
         keep, w.pi = ibp.update_sticks(rng, w.Z)
         _resize(rng, w, keep, 0, spec.lam0)
         if fs is not None:

@@ -7,92 +7,37 @@
 ``log p(Y | Phi) = sum_j [-N/2 log 2pi - 1/2 log|S| + a0 log b0 - a_n log b_nj + lgamma(a_n) - lgamma(a0)]``,
 ``b_nj = b0 + (y_j^T y_j - y_j^T Phi S^-1 Phi^T y_j) / 2``.
 
-Rows are coupled, so X and Z are updated row by row. Everything a row update needs is kept in
-a cache: ``A = S^-1``, ``P = A Phi^T Y`` (column posterior means), ``Q_j = y_j^T Phi A Phi^T y_j``
-and ``log|S|``. Changing one row of ``Phi`` from ``phi`` to ``phi'`` is the rank-2 change
-``S' = S + phi' phi'^T - phi phi^T`` together with ``Phi^T y_j += (phi' - phi) y_ij``, so a
-proposal costs ``O(L^2 + L J)`` by the Woodbury identity instead of ``O(N L^2 + L^3 + N L J)``.
-Changing one frequency changes two columns of ``Phi``: a rank-4 change, handled the same way.
-The cache is rebuilt from scratch at the start of every block of updates, which bounds the
-round-off of the low-rank updates.
+Rows are coupled, so X and Z are updated row by row, each proposal by the rank-2 kernels of
+:mod:`ibp_rflvm.row_cache`; a frequency changes two columns of ``Phi``, a rank-4 change handled
+by a block formula (:func:`mh_frequencies`). The cache is rebuilt from scratch at the start of
+every block of updates, which bounds the round-off of the low-rank updates.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 from scipy.linalg import cho_solve, cholesky, solve_triangular
-from scipy.special import gammaln
 
 from ..features import frequency_columns, row_features
+from ..row_cache import (
+    FAST,
+    LOG_2PI,
+    Cache,
+    GaussianPrior,
+    apply_row,
+    build_cache,
+    collapsed_loglik,
+    eval_row,
+    prepare_row,
+    row_buffers,
+)
 from ..samplers.ibp import gibbs_flip, z_log_prior_odds
 from .base import Prepared
 
-LOG_2PI = math.log(2.0 * math.pi)
-# Reassociation lets LLVM vectorise the dot products of the row kernels (about 4x); no
-# assumptions about NaN or infinity are made, and results stay deterministic for a given build.
-FAST = {"reassoc", "contract", "arcp", "nsz"}
-
-
-@dataclass
-class Cache:
-    """Sufficient statistics of the collapsed likelihood for the current ``Phi`` and ``Y``.
-
-    ``state`` holds ``[log|S|, log-likelihood]`` in one small array so compiled kernels can
-    update both in place.
-    """
-
-    A: np.ndarray
-    P: np.ndarray
-    Q: np.ndarray
-    yy: np.ndarray
-    state: np.ndarray
-    chol: np.ndarray
-
-    @property
-    def logdet(self) -> float:
-        return float(self.state[0])
-
-    @property
-    def loglik(self) -> float:
-        return float(self.state[1])
-
-
-@dataclass(frozen=True)
-class GaussianPrior:
-    a0: float = 1.0
-    b0: float = 1.0
-
-    def constant(self, N: int, J: int) -> float:
-        a_n = self.a0 + 0.5 * N
-        return J * (-0.5 * N * LOG_2PI + self.a0 * math.log(self.b0) + gammaln(a_n) - gammaln(self.a0))
-
-
-def collapsed_loglik(Q, yy, logdet, N: int, prior: GaussianPrior) -> float:
-    a_n = prior.a0 + 0.5 * N
-    J = yy.size
-    b_n = prior.b0 + 0.5 * (yy - Q)
-    return float(prior.constant(N, J) - 0.5 * J * logdet - a_n * np.sum(np.log(b_n)))
-
-
-def build_cache(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> Cache:
-    """Everything from scratch: one Cholesky of ``S`` and one ``Phi^T Y`` serve all columns."""
-    L = Phi.shape[1]
-    S = Phi.T @ Phi
-    S[np.diag_indices(L)] += 1.0
-    R = cholesky(S, lower=True)
-    A = cho_solve((R, True), np.eye(L))
-    A = 0.5 * (A + A.T)
-    B = Phi.T @ Y
-    P = A @ B
-    Q = np.einsum("lj,lj->j", B, P)
-    yy = np.einsum("nj,nj->j", Y, Y)
-    logdet = 2.0 * float(np.sum(np.log(np.diag(R))))
-    ll = collapsed_loglik(Q, yy, logdet, Phi.shape[0], prior)
-    return Cache(A=A, P=np.ascontiguousarray(P), Q=Q, yy=yy, state=np.array([logdet, ll]), chol=R)
+__all__ = ["Cache", "GaussianLikelihood", "GaussianPrior", "build_cache", "collapsed_loglik", "impute"]
 
 
 def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float:
@@ -101,107 +46,8 @@ def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float
 
 
 # --------------------------------------------------------------------------------------------
-# Compiled row kernels
+# Compiled row samplers (the cache's rank-2 kernels live in ibp_rflvm.row_cache)
 # --------------------------------------------------------------------------------------------
-
-
-@njit(cache=True, fastmath=FAST)
-def _prepare_row(phi, A, P, v, r):
-    """``v = A phi`` and ``r = P^T phi`` for the row about to change."""
-    L = phi.size
-    J = P.shape[1]
-    for a in range(L):
-        acc = 0.0
-        for b in range(L):
-            acc += A[a, b] * phi[b]
-        v[a] = acc
-    for j in range(J):
-        r[j] = 0.0
-    for a in range(L):
-        pa = phi[a]
-        for j in range(J):
-            r[j] += pa * P[a, j]
-
-
-@njit(cache=True, fastmath=FAST)
-def _eval_row(phi_new, phi, v, r, y, A, P, Q, yy, logdet, a_n, b0, const, u, s, w1, w2, Qn, m2):
-    """Log-likelihood if one row of ``Phi`` became `phi_new`; fills the work buffers for `_apply_row`."""
-    L = phi.size
-    J = y.size
-    for a in range(L):
-        acc = 0.0
-        for b in range(L):
-            acc += A[a, b] * phi_new[b]
-        u[a] = acc
-    a11 = 0.0
-    a12 = 0.0
-    a22 = 0.0
-    for a in range(L):
-        a11 += phi_new[a] * u[a]
-        a12 += phi_new[a] * v[a]
-        a22 += phi[a] * v[a]
-    m11 = 1.0 + a11
-    m22 = -1.0 + a22
-    det = m11 * m22 - a12 * a12
-    # det(S') = -det(S) det(M2) with M2 = C^-1 + U^T A U, C = diag(1, -1); det(M2) < 0.
-    logdet_new = logdet + math.log(-det)
-    dAd = a11 - 2.0 * a12 + a22
-    pnAd = a11 - a12
-    pAd = a12 - a22
-    i11 = m22 / det
-    i12 = -a12 / det
-    i22 = m11 / det
-    m2[0] = i11
-    m2[1] = i12
-    m2[2] = i22
-    m2[3] = logdet_new
-    for j in range(J):
-        s[j] = 0.0
-    for a in range(L):
-        pa = phi_new[a]
-        for j in range(J):
-            s[j] += pa * P[a, j]
-    acc = 0.0
-    for j in range(J):
-        yj = y[j]
-        t1 = Q[j] + 2.0 * yj * (s[j] - r[j]) + yj * yj * dAd
-        x1 = s[j] + yj * pnAd
-        x2 = r[j] + yj * pAd
-        w1[j] = x1
-        w2[j] = x2
-        qn = t1 - (x1 * x1 * i11 + 2.0 * x1 * x2 * i12 + x2 * x2 * i22)
-        Qn[j] = qn
-        acc += math.log(b0 + 0.5 * (yy[j] - qn))
-    return const - 0.5 * J * logdet_new - a_n * acc
-
-
-@njit(cache=True, fastmath=FAST)
-def _apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2):
-    """Commit the change evaluated by `_eval_row`: ``A -= [u v] M2^-1 [u v]^T`` and ``P``, ``Q``."""
-    L = u.size
-    J = y.size
-    i11 = m2[0]
-    i12 = m2[1]
-    i22 = m2[2]
-    for a in range(L):
-        ca = i11 * u[a] + i12 * v[a]
-        cb = i12 * u[a] + i22 * v[a]
-        for b in range(L):
-            A[a, b] -= ca * u[b] + cb * v[b]
-    for j in range(J):
-        c1 = i11 * w1[j] + i12 * w2[j]
-        c2 = i12 * w1[j] + i22 * w2[j]
-        yj = y[j]
-        for a in range(L):
-            P[a, j] += yj * (u[a] - v[a]) - u[a] * c1 - v[a] * c2
-        Q[j] = Qn[j]
-
-
-@njit(cache=True)
-def _row_buffers(L, J, K):
-    """Work arrays of the row kernels: feature rows (L), per-column terms (J), the 2 x 2 system."""
-    return (np.empty(L), np.empty(L), np.empty(L), np.empty(J), np.empty(J), np.empty(J),
-            np.empty(J), np.empty(J), np.empty(4), np.empty(K))  # fmt: skip
 
 
 @njit(cache=True, fastmath=FAST)
@@ -210,7 +56,7 @@ def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
     N, K = X.shape
     L = Phi.shape[1]
     J = Y.shape[1]
-    phi_new, v, u, r, s, w1, w2, Qn, m2, h = _row_buffers(L, J, K)
+    phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
     x_new = np.empty(K)
     nu = np.empty(K)
     n_evals = 0
@@ -232,7 +78,7 @@ def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
             for k in range(K):
                 X[i, k] = X[i, k] * c + nu[k] * sn
             continue
-        _prepare_row(Phi[i], A, P, v, r)
+        prepare_row(Phi[i], A, P, v, r)
         log_y = state[1] + log_u
         while True:
             c = math.cos(theta)
@@ -241,12 +87,12 @@ def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
                 x_new[k] = X[i, k] * c + nu[k] * sn
                 h[k] = x_new[k] * Z[i, k]
             row_features(h, W, bias, phi_new)
-            ll_new = _eval_row(
+            ll_new = eval_row(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             n_evals += 1
             if ll_new > log_y:
-                _apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
+                apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
                 state[0] = m2[3]
                 state[1] = ll_new
                 for k in range(K):
@@ -268,17 +114,17 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
     N, K = X.shape
     L = Phi.shape[1]
     J = Y.shape[1]
-    phi_new, v, u, r, s, w1, w2, Qn, m2, h = _row_buffers(L, J, K)
+    phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
     n_flips = 0
     for i in range(N):
-        _prepare_row(Phi[i], A, P, v, r)
+        prepare_row(Phi[i], A, P, v, r)
         for d in range(K):
             z_cur = Z[i, d]
             for k in range(K):
                 h[k] = X[i, k] * Z[i, k]
             h[d] = X[i, d] * (1 - z_cur)
             row_features(h, W, bias, phi_new)
-            ll_new = _eval_row(
+            ll_new = eval_row(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             ll_cur = state[1]
@@ -289,7 +135,7 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
                 log_odds_one += ll_cur - ll_new
             z_new = gibbs_flip(rng, log_odds_one)
             if z_new != z_cur:
-                _apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
+                apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
                 state[0] = m2[3]
                 state[1] = ll_new
                 for a in range(L):
@@ -297,7 +143,7 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
                 Z[i, d] = z_new
                 counts[d] += z_new - z_cur
                 n_flips += 1
-                _prepare_row(Phi[i], A, P, v, r)
+                prepare_row(Phi[i], A, P, v, r)
     return n_flips
 
 

@@ -1,0 +1,321 @@
+"""Moves that change which latent dimensions a row uses, beyond the paper's slice sweep (SPEC 2.2).
+
+The paper's slice step almost never represents a new dimension, and a dimension appears with
+``x ~ N(0, 1)`` and dies only when every row has switched it off, so ``K+`` freezes. These moves
+run between the IBP steps in the view where the active sticks are integrated out: there the
+IBP is exchangeable, so given the other rows
+
+* a dimension that other rows use (``m_-i,d > 0``) is on for row ``i`` with prior odds
+  ``m_-i,d / (N - m_-i,d)``;
+* the dimensions row ``i`` owns alone (its singletons) are a Poisson(``alpha / N``) number of
+  dimensions, each with ``x ~ N(0, 1)`` and frequency coordinates from their conditional prior.
+
+The sweep redraws ``pi_d ~ Beta(m_d, N - m_d + 1)`` afterwards, which restores the joint of the
+semi-ordered representation. Both moves propose the new ``x`` from ``q = N(0, s^2)`` with a small
+``s``: a dimension switched on then barely changes the row's features, so it is accepted when the
+data do not object, and elliptical slice sampling of ``X`` grows it later.
+
+The likelihood enters only through a *row target*: ``delta(i, h, W)`` is the change of the
+log-likelihood if row ``i``'s latent row became ``h`` (with frequencies ``W``) and ``accept(i)``
+commits the last proposal. The collapsed Gaussian's target is the rank-2 row cache of
+:mod:`ibp_rflvm.row_cache`; factorising likelihoods condition on their weights ``beta``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numba import njit
+
+from ..features import row_features
+from ..row_cache import FAST, Cache, GaussianPrior, apply_row, eval_row, prepare_row, row_buffers
+from . import dp_mixture
+
+
+@njit(cache=True)
+def log_x_ratio(x: float, q_sd: float) -> float:
+    """``log N(x; 0, 1) - log q(x)`` with ``q = N(0, q_sd^2)``."""
+    return math.log(q_sd) + 0.5 * x * x * (1.0 / (q_sd * q_sd) - 1.0)
+
+
+@njit(cache=True)
+def flip_log_ratio(z_cur: int, x_cur: float, x_prop: float, m_other: int, n: int, q_sd: float) -> float:
+    """Prior and proposal part of the log acceptance ratio of a joint ``(z_id, x_id)`` flip.
+
+    On (``z: 0 -> 1``, ``x' ~ q``): ``log m/(N - m) + log N(x'; 0, 1) - log q(x')``, because the
+    reverse move draws the old ``x`` from ``N(0, 1)``, its prior when ``z = 0``, and the two
+    ``N(x; 0, 1)`` factors cancel. Off (``z: 1 -> 0``, ``x' ~ N(0, 1)``): the reciprocal,
+    ``log (N - m)/m + log q(x) - log N(x; 0, 1)`` with ``x`` the value being switched off.
+    The likelihood ratio is added by the caller.
+    """
+    if z_cur == 0:
+        return math.log(m_other) - math.log(n - m_other) + log_x_ratio(x_prop, q_sd)
+    return math.log(n - m_other) - math.log(m_other) - log_x_ratio(x_cur, q_sd)
+
+
+# --------------------------------------------------------------------------------------------
+# Row targets
+# --------------------------------------------------------------------------------------------
+
+
+class RowTarget(Protocol):
+    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float: ...
+
+    def accept(self, i: int) -> None: ...
+
+
+class NoLikelihood:
+    """The prior alone (for the sampler checks): every proposal leaves the likelihood at 0."""
+
+    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
+        return 0.0
+
+    def accept(self, i: int) -> None:
+        pass
+
+    def deltas(self, H_alt: np.ndarray, W: np.ndarray) -> np.ndarray:
+        return np.zeros(H_alt.shape[0])
+
+    def accept_rows(self, rows: np.ndarray) -> None:
+        pass
+
+
+class FactorisedRows:
+    """Rows of a likelihood that factorises given ``beta`` (a ``FactorisedState`` ``fs``)."""
+
+    def __init__(self, fs) -> None:
+        self.fs = fs
+        self._last = None
+        self._alt = None
+
+    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
+        rows = np.array([i])
+        ll, Phi, psi = self.fs.rows_loglik(h[None, :], W, rows)
+        self._last = (ll[0], Phi[0], psi[0])
+        return float(ll[0] - self.fs.ll[i])
+
+    def accept(self, i: int) -> None:
+        ll, phi, psi = self._last
+        self.fs.Phi[i] = phi
+        self.fs.psi[i] = psi
+        self.fs.ll[i] = ll
+
+    def deltas(self, H_alt: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """Every row's change if its latent row became the same row of `H_alt` (one array pass)."""
+        self._alt = self.fs.rows_loglik(H_alt, W, self.fs.all_rows)
+        return self._alt[0] - self.fs.ll
+
+    def accept_rows(self, rows: np.ndarray) -> None:
+        ll, Phi, psi = self._alt
+        self.fs.Phi[rows] = Phi[rows]
+        self.fs.psi[rows] = psi[rows]
+        self.fs.ll[rows] = ll[rows]
+
+
+class CollapsedRows:
+    """Rows of the collapsed Gaussian: each proposal is one rank-2 evaluation of the row cache."""
+
+    def __init__(self, Phi: np.ndarray, Y: np.ndarray, cache: Cache, prior: GaussianPrior, bias: bool):
+        N, L = Phi.shape
+        J = Y.shape[1]
+        self.Phi, self.Y, self.cache, self.bias = Phi, Y, cache, bias
+        self.a_n = prior.a0 + 0.5 * N
+        self.b0 = prior.b0
+        self.const = prior.constant(N, J)
+        self.buf = row_buffers(L, J, 0)
+        self.phi_new = np.empty(L)
+
+    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
+        c = self.cache
+        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
+        prepare_row(self.Phi[i], c.A, c.P, v, r)
+        row_features(np.ascontiguousarray(h), np.ascontiguousarray(W), self.bias, self.phi_new)
+        ll_new = eval_row(
+            self.phi_new, self.Phi[i], v, r, self.Y[i], c.A, c.P, c.Q, c.yy, c.state[0],
+            self.a_n, self.b0, self.const, u, s, w1, w2, Qn, m2,
+        )  # fmt: skip
+        self._ll_new = ll_new
+        return float(ll_new - c.state[1])
+
+    def accept(self, i: int) -> None:
+        c = self.cache
+        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
+        apply_row(self.Y[i], c.A, c.P, c.Q, u, v, w1, w2, Qn, m2)
+        c.state[0] = m2[3]
+        c.state[1] = self._ll_new
+        self.Phi[i] = self.phi_new
+
+
+# --------------------------------------------------------------------------------------------
+# Joint (z, x) flips of dimensions that other rows use
+# --------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, fastmath=FAST)
+def flip_rows_collapsed(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, q_sd):
+    """Every row in turn, every dimension other rows use: one joint ``(z_id, x_id)`` flip each.
+
+    Acceptance: ``log u < flip_log_ratio(...) + ll' - ll`` (see :func:`flip_log_ratio`), with the
+    collapsed likelihood evaluated by the rank-2 row cache. Returns the number accepted.
+    """
+    N, K = X.shape
+    L = Phi.shape[1]
+    J = Y.shape[1]
+    phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
+    n_acc = 0
+    for i in range(N):
+        prepare_row(Phi[i], A, P, v, r)
+        for d in range(K):
+            z_cur = Z[i, d]
+            m_other = counts[d] - z_cur
+            if m_other == 0:
+                continue  # a singleton (or an empty column): the birth/death move's business
+            x_prop = q_sd * rng.standard_normal() if z_cur == 0 else rng.standard_normal()
+            log_u = math.log(rng.random())
+            for k in range(K):
+                h[k] = X[i, k] * Z[i, k]
+            h[d] = x_prop * (1 - z_cur)
+            row_features(h, W, bias, phi_new)
+            ll_new = eval_row(
+                phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
+            )
+            log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop, m_other, N, q_sd) + ll_new - state[1]
+            if log_u < log_ratio:
+                apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
+                state[0] = m2[3]
+                state[1] = ll_new
+                for a in range(L):
+                    Phi[i, a] = phi_new[a]
+                X[i, d] = x_prop
+                Z[i, d] = 1 - z_cur
+                counts[d] += 1 - 2 * z_cur
+                n_acc += 1
+                prepare_row(Phi[i], A, P, v, r)
+    return n_acc
+
+
+@njit(cache=True)
+def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, accepted):
+    """Accept or reject the proposed flips of column `d` row by row (``m_-i,d`` couples them)."""
+    N = Z.shape[0]
+    n_acc = 0
+    for i in range(N):
+        accepted[i] = False
+        z_cur = Z[i, d]
+        m_other = counts[d] - z_cur
+        if m_other == 0:
+            continue
+        log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop[i], m_other, N, q_sd) + delta_ll[i]
+        if math.log(rng.random()) < log_ratio:
+            X[i, d] = x_prop[i]
+            Z[i, d] = 1 - z_cur
+            counts[d] += 1 - 2 * z_cur
+            accepted[i] = True
+            n_acc += 1
+    return n_acc
+
+
+def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target) -> int:
+    """Joint ``(z_id, x_id)`` flips for a row-factorised target, one dimension at a time.
+
+    Given the weights, row ``i``'s likelihood depends only on its own latent row, so the
+    proposals of every row for dimension ``d`` are drawn and scored in one array pass; only
+    the accept decisions run row by row, in compiled code, because each flip changes the
+    ``m_-i,d`` of the rows after it. The proposal of row ``i`` depends only on ``(z_id, x_id)``,
+    which no other row's flip changes, so drawing them all first is the same kernel as
+    drawing each one in turn. Acceptance as in :func:`flip_log_ratio`. `X`, `Z`, `counts`
+    are updated in place.
+    """
+    N, K = Z.shape
+    accepted = np.zeros(N, dtype=np.bool_)
+    n_acc = 0
+    for d in range(K):
+        e = rng.standard_normal(N)
+        x_prop = np.where(Z[:, d] == 0, q_sd * e, e)
+        H_alt = X * Z
+        H_alt[:, d] = x_prop * (1 - Z[:, d])
+        delta = target.deltas(H_alt, W)
+        n_acc += _flip_column(rng, X, Z, d, x_prop, delta, counts, q_sd, accepted)
+        if accepted.any():
+            target.accept_rows(np.flatnonzero(accepted))
+    return n_acc
+
+
+# --------------------------------------------------------------------------------------------
+# Singleton birth/death
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Dimensions:
+    """The arrays whose columns are latent dimensions (``mu``, ``Sigma``: per mixture component)."""
+
+    X: np.ndarray
+    Z: np.ndarray
+    W: np.ndarray
+    zeta: np.ndarray
+    mu: np.ndarray
+    Sigma: np.ndarray
+
+
+def singleton_birth_death(
+    rng: np.random.Generator, dims: Dimensions, alpha: float, q_sd: float, lam0: float, target
+) -> tuple[Dimensions, dict]:
+    """For each row, propose to replace the dimensions it owns alone by ``k ~ Poisson(alpha / N)``
+    new ones (Meeds et al. 2007, in the exchangeable view).
+
+    New dimensions get ``x ~ q`` for this row, ``x ~ N(0, 1)`` for the others (where ``z = 0``)
+    and frequency and mixture coordinates from their exact conditional prior
+    (:func:`dp_mixture.add_dimension`); the old singletons' coordinates are dropped (exact
+    marginalisation). The count and every coordinate except this row's ``x`` are proposed from
+    their prior, so the acceptance ratio is
+    ``p(y_i | new) / p(y_i | old) * prod_births N(x; 0, 1) / q(x) / prod_deaths N(x; 0, 1) / q(x)``.
+
+    A row's birth or death changes no other row's singletons, so the rows needing a proposal
+    (those with singletons or a non-zero draw of ``k``) are known up front; the Python loop
+    visits only them, about ``alpha`` rows plus the owners of singletons per sweep.
+    """
+    N = dims.Z.shape[0]
+    k_new = rng.poisson(alpha / N, size=N)
+    counts = dims.Z.sum(axis=0, dtype=np.int64)
+    owns = (dims.Z == 1) & (counts == 1)[None, :]
+    rows = np.flatnonzero(owns.any(axis=1) | (k_new > 0))
+    births = deaths = 0
+    for i in rows:
+        old = np.flatnonzero((dims.Z[i] == 1) & (counts == 1))
+        k = int(k_new[i])
+        if k == 0 and old.size == 0:
+            continue
+        W_ext, mu_ext, Sigma_ext = dims.W, dims.mu, dims.Sigma
+        for _ in range(k):
+            W_ext, mu_ext, Sigma_ext = dp_mixture.add_dimension(
+                rng, W_ext, dims.zeta, mu_ext, Sigma_ext, lam0
+            )
+        x_birth = q_sd * rng.standard_normal(k)
+        h = dims.X[i] * dims.Z[i]
+        h[old] = 0.0
+        h = np.concatenate([h, x_birth])
+        log_ratio = target.delta(i, h, W_ext)
+        log_ratio += sum(log_x_ratio(x, q_sd) for x in x_birth)
+        log_ratio -= sum(log_x_ratio(x, q_sd) for x in dims.X[i, old])
+        if math.log(rng.random()) >= log_ratio:
+            continue
+        target.accept(i)
+        keep = np.setdiff1d(np.arange(dims.Z.shape[1] + k), old)
+        X_new = np.hstack([dims.X, rng.standard_normal((N, k))])
+        X_new[i, dims.X.shape[1] :] = x_birth
+        Z_new = np.hstack([dims.Z, np.zeros((N, k), dtype=dims.Z.dtype)])
+        Z_new[i, dims.Z.shape[1] :] = 1
+        W_new, mu_new, Sigma_new = dp_mixture.keep_dimensions(W_ext, mu_ext, Sigma_ext, keep)
+        counts = np.concatenate([counts, np.ones(k, dtype=np.int64)])[keep]
+        dims = Dimensions(
+            np.ascontiguousarray(X_new[:, keep]), np.ascontiguousarray(Z_new[:, keep]),
+            np.ascontiguousarray(W_new), dims.zeta, mu_new, Sigma_new,
+        )  # fmt: skip
+        births += k
+        deaths += old.size
+    return dims, {"births": births, "deaths": deaths}
+
