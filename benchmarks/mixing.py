@@ -22,6 +22,8 @@ from joblib import Parallel, delayed
 from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.datasets import load
 
+THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
+
 
 def _chain(Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior):
     t0 = time.perf_counter()
@@ -41,9 +43,11 @@ def _chain(Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_
     }
     if likelihood != "gaussian":
         out["perplexity"] = float(est.perplexity(Y_test))
-    eff = getattr(est, "effective_dims_", None)
-    if eff is not None:
-        out["effective_dims"] = np.asarray(eff).ravel().tolist()
+    out["effective_dims"] = np.asarray(est.effective_dims_).ravel().tolist()
+    # Other thresholds (nats per observed entry) reuse the cached importances.
+    out["effective_by_threshold"] = {
+        str(t): np.asarray(est.effective_dimensions(t)).ravel().tolist() for t in THRESHOLDS
+    }
     return out
 
 

@@ -88,3 +88,32 @@ def test_chains_run_on_a_dask_cluster_when_configured():
             remote = IBPRFLVM(**kw).fit(Y)
         assert len(stream.data) >= 2, "the chains ran on the cluster's workers"
     np.testing.assert_array_equal(remote.traces_["loglik"], local.traces_["loglik"])
+
+
+def test_disagreement_names_the_traces_whose_chains_differ():
+    from ibp_rflvm.diagnostics import disagreement
+
+    rng = np.random.default_rng(0)
+    same = rng.standard_normal((4, 200))
+    apart = same + np.array([0.0, 0.0, 3.0, 3.0])[:, None]  # two chains in another mode
+    message = disagreement({"log-likelihood": apart, "K+": same})
+    assert message is not None and "log-likelihood" in message and "K+" not in message
+    assert disagreement({"K+": same}) is None
+    assert disagreement({"K+": np.full((4, 50), 7.0)}) is None  # constant traces agree
+    assert disagreement({"K+": apart[:, :3]}) is None  # too few draws to say
+
+
+def test_fit_warns_when_its_chains_disagree():
+    from ibp_rflvm import ChainsDisagreeWarning
+
+    rng = np.random.default_rng(1)
+    est = IBPRFLVM(n_chains=2, n_iter=40)
+    est.spec_ = type("Spec", (), {"ibp": True})()
+    loglik = rng.standard_normal((2, 40)) + np.array([[0.0], [10.0]])
+    est.traces_ = {"loglik": loglik, "n_active": np.full((2, 40), 5)}
+    with pytest.warns(ChainsDisagreeWarning, match="log-likelihood"):
+        est._warn_if_chains_disagree(20)
+    est.traces_["loglik"] = rng.standard_normal((2, 40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est._warn_if_chains_disagree(20)

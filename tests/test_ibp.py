@@ -23,7 +23,8 @@ def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
 
 
 def _prior_chain(
-    data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0, moves: bool = True
+    data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0, moves: bool = True,
+    whole_move: str | None = None,
 ):
     """Run the real sweep with no information in the data.
 
@@ -35,10 +36,12 @@ def _prior_chain(
     use_lik = data_cols is not None
     Y = np.zeros((n, data_cols if use_lik else 1))
     data = model.Data.from_array(Y)
-    spec = model.ModelSpec(n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves)
+    spec = model.ModelSpec(
+        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves, whole_move=whole_move
+    )
     state = model.init_state(rng, data, spec)
     k_plus, row_counts = [], []
-    moved = {"births": 0, "deaths": 0, "flips": 0}
+    moved = {"births": 0, "deaths": 0, "flips": 0, "whole_birth": 0, "whole_death": 0}
     for _ in range(n_sweeps):
         state, info = model.sweep(rng, state, data, spec)
         k_plus.append(state.k_plus)
@@ -48,14 +51,21 @@ def _prior_chain(
     return np.array(k_plus[200:]), np.array(row_counts[200:]), moved
 
 
-@pytest.mark.parametrize("moves", [True, False], ids=["default-sweep", "paper-sweep"])
+@pytest.mark.parametrize(
+    ("moves", "whole_move"),
+    [(True, None), (False, None), (True, "prior"), (True, "informed")],
+    ids=["default-sweep", "paper-sweep", "whole-prior", "whole-informed"],
+)
 @pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
-def test_ibp_prior_matches_poisson(data_cols, moves):
+def test_ibp_prior_matches_poisson(data_cols, moves, whole_move):
     n, alpha = 10, 2.0
-    k_plus, row_counts, moved = _prior_chain(data_cols, 4000, n=n, alpha=alpha, moves=moves)
+    k_plus, row_counts, moved = _prior_chain(
+        data_cols, 4000, n=n, alpha=alpha, moves=moves, whole_move=whole_move
+    )
     if moves:
         # The check only speaks for the moves if they ran: thousands of accepted proposals.
-        assert min(moved.values()) > 1000, moved
+        ran = ["births", "deaths", "flips"] + (["whole_birth", "whole_death"] if whole_move else [])
+        assert min(moved[k] for k in ran) > 300, moved
     target = alpha * ibp.harmonic(n)  # 5.858
     mean, se = batch_mean_se(k_plus)
     assert abs(mean - target) < 4 * se, (mean, target, se)

@@ -27,7 +27,8 @@ def _successive_conditional(spec, n_sweeps, seed=0):
     Y[0, 1] = np.nan  # one unobserved entry exercises the data augmentation
     data = model.Data.from_array(Y)
     state = model.init_state(rng, data, spec)
-    out = {k: [] for k in ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in", "births", "deaths")}
+    keys = ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in", "births", "deaths", "whole")
+    out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         Phi = state.phi(spec.bias)
         beta, sigma2 = state.params["beta"], state.params["sigma2"]
@@ -38,6 +39,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
         state, info = model.sweep(rng, state, data, spec)
         out["births"].append(info.get("births", 0))
         out["deaths"].append(info.get("deaths", 0))
+        out["whole"].append(info.get("whole_birth", 0) + info.get("whole_death", 0))
         out["alpha"].append(state.alpha)
         out["eta"].append(state.eta)
         out["k_plus"].append(state.k_plus)
@@ -66,12 +68,20 @@ def _expected(spec):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("ibp_on", [True, False], ids=["ibp-rflvm", "dense-rflvm"])
-def test_gaussian_sweep_gets_it_right(ibp_on):
-    spec = model.ModelSpec(n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0))
+@pytest.mark.parametrize(
+    ("ibp_on", "whole_move"),
+    [(True, None), (False, None), (True, "informed")],
+    ids=["ibp-rflvm", "dense-rflvm", "ibp-rflvm-whole-dimension-moves"],
+)
+def test_gaussian_sweep_gets_it_right(ibp_on, whole_move):
+    spec = model.ModelSpec(
+        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), whole_move=whole_move
+    )
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
+    if whole_move:
+        assert draws["whole"].sum() > 200
     failures = []
     for name, target in _expected(spec).items():
         mean, se = batch_mean_se(draws[name])

@@ -63,11 +63,12 @@ CASES = {
 }
 
 
-def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300):
+def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None):
     hyper, draw = CASES[name]
     lik = make_likelihood(name, **hyper)
     spec = model.ModelSpec(
-        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik
+        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
+        whole_move=whole_move,
     )
     rng = np.random.default_rng(seed)
     observed = np.ones((N, J), dtype=bool)
@@ -76,7 +77,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300):
     data = model.Data.from_array(Y, lik)
     state = model.init_state(rng, data, spec)
     free = J - 1 if name == "multinomial" else J
-    keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips")
+    keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips", "whole")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         psi = state.phi(spec.bias) @ state.params["beta"]
@@ -85,6 +86,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300):
         state, info = model.sweep(rng, state, data, spec)
         if ibp_on:
             out["births"].append(info["births"])
+            out["whole"].append(info.get("whole_birth", 0) + info.get("whole_death", 0))
             out["flips"].append(info["flips"])
         beta = state.params["beta"][:, :free] / SCALE
         out["alpha"].append(state.alpha)
@@ -138,9 +140,20 @@ def _check(draws, expected):
     ],
 )
 def test_count_sweep_gets_it_right(name, ibp_on, n_sweeps):
-    draws = _successive_conditional(name, ibp_on, n_sweeps)
+    _run_and_check(name, ibp_on, n_sweeps)
+
+
+@pytest.mark.slow
+def test_whole_dimension_moves_get_it_right_with_counts():
+    _run_and_check("poisson", True, 4000, whole_move="informed")
+
+
+def _run_and_check(name, ibp_on, n_sweeps, whole_move=None):
+    draws = _successive_conditional(name, ibp_on, n_sweeps, whole_move=whole_move)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
+    if whole_move:
+        assert draws["whole"].sum() > 200
     expected = _expected(name, ibp_on)
     report = _check({k: draws[k] for k in expected}, expected)
     print(name, "ibp" if ibp_on else "dense", "; ".join(report))

@@ -5,7 +5,7 @@ sampled by MCMC.
 """
 
 from .datasets.holdout import holdout_mask
-from .estimator import IBPRFLVM, RFLVM
+from .estimator import IBPRFLVM, RFLVM, ChainsDisagreeWarning
 
-__all__ = ["IBPRFLVM", "RFLVM", "holdout_mask"]
+__all__ = ["IBPRFLVM", "RFLVM", "ChainsDisagreeWarning", "holdout_mask"]
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ def _demo(args: argparse.Namespace) -> int:
     from sklearn.datasets import load_breast_cancer
 
     from . import IBPRFLVM, RFLVM, holdout_mask
-    from .plots import latent_heatmaps, trace_plot
+    from .plots import k_plus_plot, latent_heatmaps
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -41,14 +41,19 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"{name:<12} {d:>3} {lpd:>14.2f} {lpd / n_test:>10.4f} {t / args.n_iter:>8.3f}")
     trace = " ".join(str(int(k)) for k in ibp.n_active_)
     print(f"\nK+ after each sweep: {trace}")
+    kept = ibp.n_active_[ibp._burn_in():]
+    values, counts = np.unique(kept, return_counts=True)
+    posterior = ", ".join(f"{v}: {c / kept.size:.2f}" for v, c in zip(values, counts, strict=True))
+    print(f"posterior of K+ (kept sweeps): {posterior}")
+    eff = ibp.effective_dims_posterior_
+    print("effective dimensions (posterior): " + ", ".join(f"{v}: {p:.2f}" for v, p in eff.items()))
 
     latent_heatmaps(
         [ibp.latent_, dense.latent_], ["IBP-RFLVM", f"RFLVM (D={k_final})"], labels,
         out / "latent_space.png", label_names=["malignant", "benign"],
         suptitle="Breast cancer latent space (rows sorted by diagnosis)",
     )  # fmt: skip
-    trace_plot({"IBP-RFLVM": ibp.n_active_}, out / "k_plus_trace.png", "active dimensions K+",
-               burn_in=ibp.n_iter // 2)  # fmt: skip
+    k_plus_plot({"IBP-RFLVM": ibp.n_active_}, out / "k_plus_trace.png", burn_in=ibp._burn_in())
     print(f"\nwrote {out / 'latent_space.png'} and {out / 'k_plus_trace.png'}")
     return 0
 
@@ -73,7 +78,7 @@ def _fit(args: argparse.Namespace) -> int:
 
     from . import IBPRFLVM, RFLVM
     from .io import read_matrix
-    from .plots import latent_heatmaps, trace_plot
+    from .plots import k_plus_plot, latent_heatmaps
 
     try:
         Y, header = read_matrix(args.data, key=args.key)
@@ -86,12 +91,12 @@ def _fit(args: argparse.Namespace) -> int:
         "likelihood": args.likelihood, "n_frequencies": args.n_frequencies, "n_iter": args.n_iter,
         "burn_in": args.burn_in, "random_state": args.seed, "n_chains": args.n_chains,
         "checkpoint_path": str(out / "checkpoint.pkl") if args.checkpoint else None,
-        "verbose": not args.quiet,
+        "verbose": not args.quiet, "sampler": args.sampler,
     }  # fmt: skip
     if args.model == "ibp":
-        model = IBPRFLVM(init_dims=args.dims, **common)
+        model = IBPRFLVM(**common) if args.dims is None else IBPRFLVM(init_dims=args.dims, **common)
     else:
-        model = RFLVM(n_components=args.dims, **common)
+        model = RFLVM(n_components=2 if args.dims is None else args.dims, **common)
     shape = "x".join(str(s) for s in Y.shape) if Y.ndim else "scalar"
     print(f"{args.data}: {shape}, {int(np.isnan(Y).sum()) if Y.ndim else 0} unobserved entries")
     t0 = time.perf_counter()
@@ -111,8 +116,8 @@ def _fit(args: argparse.Namespace) -> int:
     labels = np.zeros(Y.shape[0], dtype=int)
     latent_heatmaps([model.latent_], [f"{type(model).__name__} ({args.likelihood})"], labels,
                     out / "latent_space.png", suptitle=str(args.data))  # fmt: skip
-    trace_plot({f"chain {c}": k for c, k in enumerate(model.traces_["n_active"])}, out / "k_plus_trace.png",
-               "active dimensions K+", burn_in=model._burn_in())  # fmt: skip
+    k_plus_plot({f"chain {c}": k for c, k in enumerate(model.traces_["n_active"])}, out / "k_plus_trace.png",
+                burn_in=model._burn_in())  # fmt: skip
     print(f"{args.n_iter} sweeps x {args.n_chains} chain(s) in {elapsed:.1f} s; "
           f"final K+ = {model.n_active_[-1]}")  # fmt: skip
     print(table[["mean", "sd", "ess_bulk", "ess_tail", "r_hat"]].head(6).to_string())
@@ -180,7 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("data", help="CSV/TSV (header optional; empty or NA cells unobserved), .npy or .npz")
     fit.add_argument("--likelihood", default="gaussian", help="gaussian (default) or a count likelihood")
     fit.add_argument("--model", choices=["ibp", "dense"], default="ibp", help="IBP-RFLVM (default) or RFLVM")
-    fit.add_argument("--dims", type=int, default=2, help="initial (ibp) or fixed (dense) latent dimensions")
+    fit.add_argument(
+        "--dims", type=int, default=None,
+        help="initial (ibp; default: init_dims of IBPRFLVM) or fixed (dense; default 2) dimensions",
+    )  # fmt: skip
+    fit.add_argument("--sampler", choices=["default", "paper"], default="default",
+                     help="the mixing sampler (default) or the paper's sweep and start")  # fmt: skip
     fit.add_argument("--n-iter", type=int, default=100)
     fit.add_argument("--burn-in", type=int, default=None)
     fit.add_argument("--n-frequencies", type=int, default=50)

@@ -107,3 +107,35 @@ def _ordered(H: np.ndarray) -> np.ndarray:
     usage = np.count_nonzero(H, axis=0)
     order = np.argsort(-usage, kind="stable")
     return H[:, order[usage[order] > 0]]
+
+
+#: Split R-hat above which a fit's chains are said to disagree (the usual 1.1, Gelman et al.).
+RHAT_DISAGREE = 1.1
+
+
+def disagreement(traces: dict[str, np.ndarray], threshold: float = RHAT_DISAGREE) -> str | None:
+    """A message naming the traces whose chains disagree, or None when all agree.
+
+    `traces` maps a name to a ``chains x kept sweeps`` array. Chains from different random
+    starts that settle in different modes (docs/sampler.md) show as a split R-hat above
+    `threshold`; fewer than 4 kept sweeps per chain say nothing, and constant traces agree.
+    """
+    import arviz as az
+
+    bad = []
+    for name, values in traces.items():
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 2 or values.shape[0] < 2 or values.shape[1] < 4:
+            continue
+        if np.all(values == values.flat[0]):
+            continue
+        r = float(az.rhat(values))
+        if not np.isfinite(r) or r > threshold:
+            bad.append(f"{name} (R-hat {r:.2f})")
+    if not bad:
+        return None
+    return (
+        "the chains disagree on " + ", ".join(bad) + ": they have not reached the same posterior "
+        "mode. Run more sweeps, or start every chain from more dimensions (init_dims); see "
+        "docs/sampler.md"
+    )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .features import feature_map
-from .likelihoods.gaussian import build_cache
+from .row_cache import build_cache
 
 if TYPE_CHECKING:  # model imports the samplers; only the types are needed here
     from .model import Data, ModelSpec

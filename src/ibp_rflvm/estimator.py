@@ -8,6 +8,7 @@ inside the chain, never treated as zeros.
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -22,6 +23,11 @@ from .evaluation.metrics import perplexity as perplexity_metric
 from .features import feature_map
 from .likelihoods import make_likelihood
 from .model import ChainState, Data, ModelSpec
+
+
+class ChainsDisagreeWarning(UserWarning):
+    """Chains of one fit ended in different posterior modes (split R-hat above 1.1)."""
+
 
 #: ``"default"``: the scaled start and, for the IBP, the dimension moves of SPEC 2.2;
 #: ``"paper"``: the paper's sweep and its unit-variance PCA start (the reproduction's
@@ -130,7 +136,19 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         self.latent_ = _ordered_latent(first.state.H)
         total = sum(res.record.reconstruction_sum for res in results)
         self.reconstruction_ = total / len(self._samples)
+        if len(results) > 1:
+            self._warn_if_chains_disagree(burn)
         return self
+
+    def _warn_if_chains_disagree(self, burn: int) -> None:
+        from .diagnostics import disagreement
+
+        kept = {"the training log-likelihood": self.traces_["loglik"][:, burn:]}
+        if self.spec_.ibp:
+            kept["K+"] = self.traces_["n_active"][:, burn:]
+        message = disagreement(kept)
+        if message is not None:
+            warnings.warn(message, ChainsDisagreeWarning, stacklevel=3)
 
     # ----------------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import numpy as np
 from .features import feature_map
 from .likelihoods import gaussian
 from .likelihoods.base import Prepared
-from .samplers import dimension_moves, dp_mixture, factorised, ibp
+from .samplers import dimension_moves, dp_mixture, factorised, ibp, whole_dimension
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class ModelSpec:
     moves: bool = True
     flip_scale: float = 0.2
     scaled_start: bool = True
+    whole_move: str | None = None
 
     @property
     def gaussian_prior(self) -> gaussian.GaussianPrior:
@@ -217,6 +218,16 @@ def _dimension_moves(
         flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target)
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, info = dimension_moves.singleton_birth_death(rng, dims, w.alpha, q, spec.lam0, target)
+    if spec.whole_move is not None:
+        if not spec.use_likelihood:
+            whole = whole_dimension.PriorTarget()
+        elif spec.likelihood.collapsed:
+            whole = whole_dimension.CollapsedTarget(Phi, w.Y, target.cache, spec.likelihood.prior, spec.bias)
+        else:
+            whole = whole_dimension.FactorisedTarget(fs)
+        proposal = whole_dimension.PROPOSALS[spec.whole_move]()
+        dims, more = whole_dimension.birth_death_step(rng, dims, w.alpha, spec.lam0, whole, proposal)
+        info.update(more)
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
     info["flips"] = int(flips)
     return info

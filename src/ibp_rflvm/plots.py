@@ -79,3 +79,28 @@ def trace_plot(
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def k_plus_plot(traces: dict[str, np.ndarray], path: str | Path, burn_in: int) -> Path:
+    """``K+`` after each sweep (left) and its posterior over the kept sweeps (right), per chain.
+
+    The histogram is what the sampler says about the number of dimensions; the trace shows
+    whether it got there (a flat trace at the start's value means it did not move).
+    """
+    fig, (ax, hx) = plt.subplots(1, 2, figsize=(9.0, 3.2), gridspec_kw={"width_ratios": [2, 1]})
+    kept = [np.asarray(v)[burn_in:] for v in traces.values()]
+    lo = min((int(k.min()) for k in kept if k.size), default=0)
+    hi = max((int(k.max()) for k in kept if k.size), default=1)
+    bins = np.arange(lo - 0.5, hi + 1.5)
+    for (name, values), k in zip(traces.items(), kept, strict=True):
+        ax.step(np.arange(1, len(values) + 1), values, where="mid", label=name)
+        if k.size:
+            hx.hist(k, bins=bins, density=True, histtype="step", lw=1.5, label=name)
+    if burn_in:
+        ax.axvline(burn_in + 0.5, color="grey", ls="--", lw=1.0, label="end of burn-in")
+    ax.set_xlabel("sweep")
+    ax.set_ylabel("active dimensions K+")
+    ax.legend(fontsize=8)
+    hx.set_xlabel("K+ (kept sweeps)")
+    hx.set_ylabel("posterior probability")
+    return _save(fig, path)
