@@ -28,6 +28,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(DATA_ENV) $(BIN)/python benchmarks/bench_sweep.py
+	$(DATA_ENV) $(BIN)/python benchmarks/bench_moves.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build src/*.egg-info

@@ -134,3 +134,16 @@ def test_heldout_shape_is_checked(small):
         m.log_predictive_density(Y_test[:, :3])
     with pytest.raises(ValueError, match="training shape"):
         m.log_predictive_density(Y_test[:10])
+
+
+def test_sampler_option_selects_the_paper_sweep_or_the_default(small):
+    Y_train, _ = small
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        IBPRFLVM(sampler="fast", n_iter=2).fit(Y_train)
+    paper = IBPRFLVM(sampler="paper", n_iter=2, n_frequencies=10, random_state=0)
+    default = IBPRFLVM(n_iter=2, n_frequencies=10, random_state=0)
+    assert not paper._spec().moves and not paper._spec().scaled_start
+    assert default._spec().moves and default._spec().scaled_start
+    # The dense model has no dimension moves whatever the sampler; only its start differs.
+    assert not RFLVM()._spec().moves and RFLVM()._spec().scaled_start
+    assert IBPRFLVM().init_dims == 12

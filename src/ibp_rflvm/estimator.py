@@ -429,7 +429,10 @@ class IBPRFLVM(_RFLVMBase):
     n_frequencies : number ``M`` of random Fourier frequencies (``2M`` features).
     n_iter : MCMC sweeps.
     burn_in : sweeps discarded before samples are kept; default ``n_iter // 2``.
-    init_dims : latent dimensions at the start (the IBP adds and removes them).
+    init_dims : latent dimensions at the start (the IBP adds and removes them). The default, 12,
+        is generous on purpose: the sampler prunes unneeded dimensions readily but grows new
+        widely used ones slowly, and chains started from 2 stay in a poorer mode
+        (docs/sampler.md).
     random_state : seed or ``numpy.random.Generator``; the same seed gives the same chain.
     alpha_prior : ``(shape, rate)`` of the Gamma prior on the IBP concentration.
     eta_prior : ``(shape, rate)`` of the Gamma prior on the DP concentration.
@@ -458,7 +461,7 @@ class IBPRFLVM(_RFLVMBase):
         n_frequencies: int = 50,
         n_iter: int = 100,
         burn_in: int | None = None,
-        init_dims: int = 2,
+        init_dims: int = 12,
         random_state=None,
         alpha_prior: tuple[float, float] = (1.0, 1.0),
         eta_prior: tuple[float, float] = (1.0, 1.0),

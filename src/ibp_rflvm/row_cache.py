@@ -185,3 +185,14 @@ def row_buffers(L, J, K):
     """Work arrays of the row kernels: feature rows (L), per-column terms (J), the 2 x 2 system."""
     return (np.empty(L), np.empty(L), np.empty(L), np.empty(J), np.empty(J), np.empty(J),
             np.empty(J), np.empty(J), np.empty(4), np.empty(K))  # fmt: skip
+
+
+@njit(cache=True, fastmath=FAST)
+def commit_row(y, A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, phi_row, phi_new):
+    """Accept the proposal `eval_row` scored: update the cache, ``[log|S|, loglik]`` in `state`
+    and the row of ``Phi`` (`phi_row`, a view) in one step."""
+    apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2)
+    state[0] = m2[3]
+    state[1] = ll_new
+    for a in range(phi_new.size):
+        phi_row[a] = phi_new[a]

@@ -27,9 +27,9 @@ from ..row_cache import (
     LOG_2PI,
     Cache,
     GaussianPrior,
-    apply_row,
     build_cache,
     collapsed_loglik,
+    commit_row,
     eval_row,
     prepare_row,
     row_buffers,
@@ -92,13 +92,9 @@ def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
             )
             n_evals += 1
             if ll_new > log_y:
-                apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
-                state[0] = m2[3]
-                state[1] = ll_new
+                commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 for k in range(K):
                     X[i, k] = x_new[k]
-                for a in range(L):
-                    Phi[i, a] = phi_new[a]
                 break
             if theta < 0.0:
                 lo = theta
@@ -135,11 +131,7 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
                 log_odds_one += ll_cur - ll_new
             z_new = gibbs_flip(rng, log_odds_one)
             if z_new != z_cur:
-                apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
-                state[0] = m2[3]
-                state[1] = ll_new
-                for a in range(L):
-                    Phi[i, a] = phi_new[a]
+                commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 Z[i, d] = z_new
                 counts[d] += z_new - z_cur
                 n_flips += 1

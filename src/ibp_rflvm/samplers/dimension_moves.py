@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from ..features import row_features
-from ..row_cache import FAST, Cache, GaussianPrior, apply_row, eval_row, prepare_row, row_buffers
+from ..row_cache import FAST, Cache, GaussianPrior, commit_row, eval_row, prepare_row, row_buffers
 from . import dp_mixture
 
 
@@ -143,10 +143,9 @@ class CollapsedRows:
     def accept(self, i: int) -> None:
         c = self.cache
         _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
-        apply_row(self.Y[i], c.A, c.P, c.Q, u, v, w1, w2, Qn, m2)
-        c.state[0] = m2[3]
-        c.state[1] = self._ll_new
-        self.Phi[i] = self.phi_new
+        commit_row(
+            self.Y[i], c.A, c.P, c.Q, u, v, w1, w2, Qn, m2, c.state, self._ll_new, self.Phi[i], self.phi_new
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,11 +183,7 @@ def flip_rows_collapsed(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0,
             )
             log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop, m_other, N, q_sd) + ll_new - state[1]
             if log_u < log_ratio:
-                apply_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2)
-                state[0] = m2[3]
-                state[1] = ll_new
-                for a in range(L):
-                    Phi[i, a] = phi_new[a]
+                commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 X[i, d] = x_prop
                 Z[i, d] = 1 - z_cur
                 counts[d] += 1 - 2 * z_cur
