@@ -30,6 +30,7 @@ def test_ibp_prior_through_the_model():
     m = IBPLinearFactorModel(
         n_iter=4200, burn_in=burn, init_dims=2, fixed_alpha=alpha, use_likelihood=False, random_state=3
     ).fit(Y)
+    assert m.sampler == "default"  # singleton birth/death included
     k_plus = m.n_active_[burn:].astype(float)
     target = alpha * ibp.harmonic(n)  # 5.858
     mean, se = batch_mean_se(k_plus)
@@ -99,12 +100,17 @@ def test_joint_distribution_with_missing_entries():
 
     st = ibp_lfm.init_state(rng, rng.standard_normal((N, J)), miss, 2, prm, init="random")
     chain = []
+    births = deaths = 0
     for _ in range(n):
-        ibp_lfm.sweep(rng, st, miss, prm)
+        info = ibp_lfm.sweep(rng, st, miss, prm)
+        births += info["births"]
+        deaths += info["deaths"]
         M = st.H @ st.A
         st.Y[obs] = M[obs] + math.sqrt(st.sigma2) * rng.standard_normal(int(obs.sum()))
         chain.append(stats(st.X, st.Z, st.A, st.sigma2, st.sigma_a2, st.Y))
     chain = np.array(chain, dtype=float)
+    # The default sweep's singleton birth/death must have run for the test to cover it.
+    assert births > 500 and deaths > 500, (births, deaths)
 
     names = ["K+", "row count", "sigma2", "sigma_A2", "sum h^2", "sum A^2", "sum y^2", "sum y m"]
     for k, name in enumerate(names):

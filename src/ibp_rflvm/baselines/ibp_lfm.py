@@ -102,6 +102,7 @@ class LFMParams:
     sigma2_prior: tuple[float, float] = (1.0, 1.0)
     sigma_a2_prior: tuple[float, float] = (1.0, 1.0)
     use_likelihood: bool = True
+    singleton_moves: bool = True
 
 
 def _inv_gamma(rng: np.random.Generator, shape: float, rate: float) -> float:
@@ -238,6 +239,12 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
         for d in range(Z.shape[1]):
             ibp.gibbs_column(rng, Z, d, zero, pi, counts)
 
+    info = {"slice": s, "new_dims": int(n_new)}
+    if prm.singleton_moves:
+        # With the sticks integrated out (exact: update_sticks redraws pi | Z below).
+        active = np.flatnonzero(Z.any(axis=0))
+        X, Z, A, moved = singleton_birth_death(rng, X[:, active], Z[:, active], A[active], st, prm)
+        info.update(moved)
     keep, pi = ibp.update_sticks(rng, Z)
     st.X = np.ascontiguousarray(X[:, keep])
     st.Z = np.ascontiguousarray(Z[:, keep])
@@ -245,7 +252,67 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
     st.pi = pi
     if prm.fixed_alpha is None:
         st.alpha = ibp.update_alpha(rng, int(keep.size), N, *prm.alpha_prior)
-    return {"slice": s, "new_dims": int(n_new)}
+    return info
+
+
+def _collapsed_row_gain(r: np.ndarray, B: np.ndarray, s2: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """``log p(r | B)`` minus ``log p(r | no dimensions)`` for ``r = x B + noise``, ``x ~ N(0, I)``
+    integrated out; also the conditional mean and precision Cholesky of ``x`` given ``r``."""
+    k = B.shape[0]
+    P = np.eye(k) + B @ B.T / s2
+    L = np.linalg.cholesky(P)
+    b = B @ r / s2
+    w = np.linalg.solve(L, b)
+    return 0.5 * float(w @ w) - float(np.sum(np.log(np.diag(L)))), np.linalg.solve(L.T, w), L
+
+
+def singleton_birth_death(
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, A: np.ndarray, st: LFMState, prm: LFMParams
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """For each row, replace the dimensions it owns alone by ``k ~ Poisson(alpha / N)`` new ones
+    (docs/sampler.md), with their ``x`` integrated out.
+
+    The count and the new loading rows are proposed from their prior (``N(0, sigma_A^2 I)``), so
+    the acceptance ratio is the ratio of the row's likelihoods with the new and with the old
+    singletons, each with its ``x`` integrated out (a ``k``-dimensional Gaussian,
+    :func:`_collapsed_row_gain`); on acceptance the new ``x`` are drawn from their conditional.
+    Only rows with singletons or ``k > 0`` are visited. Returns the arrays and move counts.
+    """
+    N, J = st.Y.shape
+    k_new = rng.poisson(st.alpha / N, size=N)
+    counts = Z.sum(axis=0, dtype=np.int64)
+    rows = np.flatnonzero(((Z == 1) & (counts == 1)[None, :]).any(axis=1) | (k_new > 0))
+    births = deaths = 0
+    for i in rows:
+        old = np.flatnonzero((Z[i] == 1) & (counts == 1))
+        k = int(k_new[i])
+        if k == 0 and old.size == 0:
+            continue
+        B = np.sqrt(st.sigma_a2) * rng.standard_normal((k, J))
+        log_u = np.log(rng.random())
+        if prm.use_likelihood:
+            others = np.setdiff1d(np.flatnonzero(Z[i] == 1), old)
+            r = st.Y[i] - X[i, others] @ A[others]
+            gain_new, mean, L = _collapsed_row_gain(r, B, st.sigma2) if k else (0.0, np.zeros(0), np.eye(0))
+            gain_old = _collapsed_row_gain(r, A[old], st.sigma2)[0] if old.size else 0.0
+        else:
+            gain_new = gain_old = 0.0
+            mean, L = np.zeros(k), np.eye(k)
+        if log_u >= gain_new - gain_old:
+            continue
+        keep = np.setdiff1d(np.arange(Z.shape[1]), old)
+        x_new = mean + np.linalg.solve(L.T, rng.standard_normal(k))  # N(P^-1 b, P^-1), P = L L^T
+        X = np.hstack([X[:, keep], rng.standard_normal((N, k))])
+        X[i, X.shape[1] - k :] = x_new
+        Z = np.hstack([Z[:, keep], np.zeros((N, k), dtype=np.int8)])
+        Z[i, Z.shape[1] - k :] = 1
+        A = np.vstack([A[keep], B])
+        counts = np.concatenate([counts[keep], np.ones(k, dtype=np.int64)])
+        births += k
+        deaths += old.size
+    return np.ascontiguousarray(X), np.ascontiguousarray(Z), np.ascontiguousarray(A), {
+        "births": births, "deaths": deaths,
+    }  # fmt: skip
 
 
 def update_latents(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> None:
@@ -355,6 +422,10 @@ class IBPLinearFactorModel:
     sigma2_prior, sigma_a2_prior : ``(shape, rate)`` of the inverse-gamma priors on the noise
         variance and on the loading variance.
     use_likelihood : False switches the data off (the chain samples the prior; a sampler check).
+    sampler : ``"default"`` adds singleton birth/death with ``x`` integrated out to every sweep
+        (:func:`singleton_birth_death`); ``"paper"`` is the sweep above alone. The joint
+        ``(z, x)`` flips of the RFLVM are not needed here: step 2 already updates ``(z, x)``
+        jointly, with ``x`` integrated out exactly.
 
     Attributes
     ----------
@@ -381,6 +452,7 @@ class IBPLinearFactorModel:
         sigma2_prior: tuple[float, float] = (1.0, 1.0),
         sigma_a2_prior: tuple[float, float] = (1.0, 1.0),
         init: str = "ica",
+        sampler: str = "default",
     ) -> None:
         self.n_iter = n_iter
         self.burn_in = burn_in
@@ -392,6 +464,7 @@ class IBPLinearFactorModel:
         self.sigma2_prior = sigma2_prior
         self.sigma_a2_prior = sigma_a2_prior
         self.init = init
+        self.sampler = sampler
 
     def _check_params(self) -> tuple[int, int, int, LFMParams]:
         n_iter, burn_in = resolve_burn_in(self.n_iter, self.burn_in)
@@ -401,7 +474,10 @@ class IBPLinearFactorModel:
         fixed = None if self.fixed_alpha is None else check_positive("fixed_alpha", self.fixed_alpha)
         if not isinstance(self.use_likelihood, (bool, np.bool_, numbers.Integral)):
             raise ValueError(f"use_likelihood must be a bool; got {self.use_likelihood!r}")
+        if self.sampler not in ("default", "paper"):
+            raise ValueError(f"sampler must be 'default' or 'paper'; got {self.sampler!r}")
         prm = LFMParams(
+            singleton_moves=self.sampler == "default",
             alpha_prior=_check_pair("alpha_prior", self.alpha_prior),
             fixed_alpha=fixed,
             sigma2_prior=_check_pair("sigma2_prior", self.sigma2_prior),

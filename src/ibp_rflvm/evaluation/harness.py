@@ -293,8 +293,8 @@ def cell_settings(cell: Cell, cfg: RunConfig) -> dict[str, Any]:
         s["n_iter"] = cfg.n_iter
     if m.family == "rflvm":
         s["n_frequencies"] = cfg.n_frequencies
-        if cfg.sampler != "paper":  # so that the committed "as published" cells stay valid
-            s["sampler"] = cfg.sampler
+    if m.family in ("rflvm", "ibp-lfm") and cfg.sampler != "paper":
+        s["sampler"] = cfg.sampler  # absent for the paper's sampler: the committed cells stay valid
     return s
 
 
@@ -390,7 +390,9 @@ def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunCo
     if m.family == "ibp-lfm":
         from ..baselines import IBPLinearFactorModel
 
-        return IBPLinearFactorModel(n_iter=cfg.n_iter, init_dims=INIT_DIMS, random_state=seed)
+        return IBPLinearFactorModel(
+            n_iter=cfg.n_iter, init_dims=INIT_DIMS, random_state=seed, sampler=cfg.sampler
+        )
     if m.family == "pfa":
         from ..baselines import PoissonFactorAnalysis
 
