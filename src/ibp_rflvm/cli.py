@@ -141,6 +141,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             sqrt=args.sqrt,
             seed=args.seed,
             data_home=args.data_home,
+            sampler=args.sampler,
         )
         if args.status:
             print(status(args.target, args.out, args.trials, cfg, args.datasets, args.methods))
@@ -237,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--methods", default=None, help="comma-separated subset of the target's methods")
     rep.add_argument("--sqrt", action="store_true", help="square-root transform the counts (rounded)")
     rep.add_argument("--seed", type=int, default=0, help="base seed of every cell's seeds (default 0)")
+    rep.add_argument(
+        "--sampler", choices=["paper", "default"], default="paper",
+        help="the paper's sweep and start (default; the committed cells) or the library's mixing sampler",
+    )  # fmt: skip
     rep.add_argument("--data-home", default=None, help="data folder searched after $IBP_RFLVM_DATA")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.add_argument(

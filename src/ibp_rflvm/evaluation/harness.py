@@ -91,7 +91,16 @@ import numpy as np
 
 SCHEMA_VERSION = 1
 HOLDOUT_FRACTION = 0.2
-INIT_DIMS = 2  # SPEC 3: infinite models start at K = 2
+INIT_DIMS = 2  # SPEC 3: infinite models start at K = 2 (the paper's sampler)
+
+
+def init_dims_for(cfg: RunConfig) -> int:
+    """The IBP models' starting dimensions: the paper's 2, or the library's default start."""
+    if cfg.sampler == "paper":
+        return INIT_DIMS
+    from ..estimator import IBPRFLVM
+
+    return int(IBPRFLVM().init_dims)
 
 
 class ReproduceError(ValueError):
@@ -381,7 +390,7 @@ def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunCo
             "sampler": cfg.sampler,
         }
         if m.ibp:
-            return IBPRFLVM(init_dims=INIT_DIMS, **common)
+            return IBPRFLVM(init_dims=init_dims_for(cfg), **common)
         return RFLVM(n_components=int(n_components), **common)
     if m.family == "gplvm":
         from ..baselines import BayesianGPLVM
@@ -391,7 +400,7 @@ def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunCo
         from ..baselines import IBPLinearFactorModel
 
         return IBPLinearFactorModel(
-            n_iter=cfg.n_iter, init_dims=INIT_DIMS, random_state=seed, sampler=cfg.sampler
+            n_iter=cfg.n_iter, init_dims=init_dims_for(cfg), random_state=seed, sampler=cfg.sampler
         )
     if m.family == "pfa":
         from ..baselines import PoissonFactorAnalysis
@@ -470,7 +479,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "n_test": n_test,
         "D": None if method.ibp else int(task.n_components),
         "D_from": task.parent_id,
-        "init_dims": INIT_DIMS if method.ibp else None,
+        "init_dims": init_dims_for(cfg) if method.ibp else None,
         "k_plus_final": k_final,
         "k_plus_trace": None if trace is None else [int(k) for k in np.asarray(trace).ravel()],
         "log_likelihood_final": None if loglik is None else _finite(np.asarray(loglik).ravel()[-1]),
