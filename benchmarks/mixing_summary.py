@@ -71,3 +71,20 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def sweeps_to_agree(path: str, starts: list[int], key: str = "loglik", threshold: float = 1.1) -> tuple:
+    """First sweep count ``t`` (multiple of 10) from which the split R-hat of `key` over sweeps
+    ``t/2 .. t`` stays below `threshold` for the chains from `starts`, and the wall seconds that
+    many sweeps took (mean seconds per sweep of those chains times ``t``)."""
+    r = json.load(open(path))
+    ch = [c for c in r["chains"] if c["init_dims"] in starts]
+    n = r["n_iter"]
+    ok_from = None
+    for t in range(20, n + 1, 10):
+        good = _rhat([c[key][t // 2 : t] for c in ch]) < threshold
+        ok_from = (ok_from or t) if good else None
+    if ok_from is None:
+        return None, None
+    per_sweep = float(np.mean([c["seconds"] / n for c in ch]))
+    return ok_from, ok_from * per_sweep

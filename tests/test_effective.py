@@ -117,7 +117,8 @@ def test_summary_reports_effective_dims_for_one_chain(fitted):
         warnings.simplefilter("ignore")
         table = fitted.summary()
     assert "effective_dims" in table.index
-    assert table.loc["effective_dims", "mean"] == pytest.approx(fitted.effective_dims_.mean())
+    # ArviZ rounds its summary to 3 decimals.
+    assert table.loc["effective_dims", "mean"] == pytest.approx(fitted.effective_dims_.mean(), abs=5e-4)
     assert "loglik" in table.index and "r_hat" in table.columns
 
 
