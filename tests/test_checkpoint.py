@@ -62,13 +62,34 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
+    # A kill that lands mid-write may leave that write's temporary file; the checkpoint itself
+    # must still be whole.
     saved = load_checkpoint(path)["sweep"]
     assert saved < N_ITER, "the process finished before it could be killed"
-    assert not list(tmp_path.glob("*.tmp")), "no half-written checkpoint is left behind"
 
     resumed = IBPRFLVM(n_iter=N_ITER, n_frequencies=12, random_state=7, checkpoint_path=str(path),
                        checkpoint_every=2).fit(Y_train, resume=True)  # fmt: skip
     _assert_same_chain(reference, resumed)
+    assert not list(tmp_path.glob("*.tmp")), "resuming removes the killed writer's temporary file"
+
+
+def test_stale_temporaries_of_one_checkpoint_only_are_removed(tmp_path):
+    from pathlib import Path
+
+    from ibp_rflvm.chain import remove_stale_temporaries
+
+    path = Path(tmp_path / "run.ckpt")
+    mine = [tmp_path / "run.ckpt.ab12_xy9.tmp", tmp_path / "run.ckpt.Q7.tmp"]
+    others = [
+        tmp_path / "run.ckpt.chain0.ab12_xy9.tmp",  # another chain's writer, maybe still running
+        tmp_path / "run.ckpt",
+        tmp_path / "other.ckpt.ab.tmp",
+    ]
+    for p in mine + others:
+        p.write_bytes(b"x")
+    removed = remove_stale_temporaries(path)
+    assert sorted(removed) == sorted(mine)
+    assert all(p.exists() for p in others) and not any(p.exists() for p in mine)
 
 
 def test_interrupted_chains_resume_exactly(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -79,8 +80,26 @@ def fingerprint(data: Data, spec: ModelSpec, n_iter: int, burn_in: int) -> str:
     return h.hexdigest()
 
 
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Delete the temporary files a killed writer of checkpoint `path` left behind.
+
+    A process killed while writing leaves ``<name>.<random>.tmp`` beside an intact checkpoint.
+    Only names with exactly one random part between ``<name>.`` and ``.tmp`` are this
+    checkpoint's: the checkpoints of other chains (``<name>.chain<c>``) have longer names, and
+    their writers may be running.
+    """
+    pattern = re.compile(re.escape(path.name) + r"\.[^.]+\.tmp")
+    if not path.parent.is_dir():
+        return []
+    stale = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale
+
+
 def _write_atomic(path: Path, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -122,6 +141,7 @@ def run_chain(
     path = Path(checkpoint_path) if checkpoint_path is not None else None
     start = 0
     if resume and path is not None and path.exists():
+        remove_stale_temporaries(path)
         payload = load_checkpoint(path)
         if payload["fingerprint"] != digest:
             raise CheckpointMismatch(
