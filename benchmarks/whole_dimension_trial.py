@@ -33,11 +33,10 @@ def diagnose(rng, state, spec, n: int) -> None:
     for _ in range(n):
         W_ext, _, _ = dp_mixture.add_dimension(rng, state.W, state.zeta, state.mu, state.Sigma, spec.lam0)
         curves = target.curves(state.H, state.W, W_ext[:, K])
-        z, x = prop.draw(rng, curves)
+        z, x, log_q = prop.draw(rng, curves)
         m = int(z.sum())
         if m == 0:
             continue
-        log_q = prop.log_density(z, x, curves, getattr(prop, "_cached", None))
         log_lam = wd.log_intensity(state.alpha, N, m)
         log_x = float(np.sum(-0.5 * (math.log(2 * math.pi) + x[z == 1] ** 2)))
         d_l = target.delta(np.hstack([state.H, (x * z)[:, None]]), W_ext)

@@ -266,7 +266,7 @@ def sweep(
         _resize(rng, w, order, 0, spec.lam0)
         w.pi = w.pi[order]
         counts = w.Z.sum(axis=0).astype(np.int64)
-        Phi = cache = None
+        Phi = None
         if not spec.use_likelihood:
             zero = np.zeros(N)
             for d in range(w.Z.shape[1]):

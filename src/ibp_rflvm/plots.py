@@ -71,6 +71,11 @@ def trace_plot(
 ) -> Path:
     """Per-sweep traces (e.g. ``K+`` of several chains or models) on one axis."""
     fig, ax = plt.subplots(figsize=(6.0, 3.2))
+    _draw_traces(ax, traces, ylabel, burn_in)
+    return _save(fig, path)
+
+
+def _draw_traces(ax, traces: dict[str, np.ndarray], ylabel: str, burn_in: int | None) -> None:
     for name, values in traces.items():
         ax.step(np.arange(1, len(values) + 1), values, where="mid", label=name)
     if burn_in:
@@ -78,7 +83,6 @@ def trace_plot(
     ax.set_xlabel("sweep")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
-    return _save(fig, path)
 
 
 def k_plus_plot(traces: dict[str, np.ndarray], path: str | Path, burn_in: int) -> Path:
@@ -92,15 +96,10 @@ def k_plus_plot(traces: dict[str, np.ndarray], path: str | Path, burn_in: int) -
     lo = min((int(k.min()) for k in kept if k.size), default=0)
     hi = max((int(k.max()) for k in kept if k.size), default=1)
     bins = np.arange(lo - 0.5, hi + 1.5)
-    for (name, values), k in zip(traces.items(), kept, strict=True):
-        ax.step(np.arange(1, len(values) + 1), values, where="mid", label=name)
+    _draw_traces(ax, traces, "active dimensions K+", burn_in)
+    for name, k in zip(traces, kept, strict=True):
         if k.size:
             hx.hist(k, bins=bins, density=True, histtype="step", lw=1.5, label=name)
-    if burn_in:
-        ax.axvline(burn_in + 0.5, color="grey", ls="--", lw=1.0, label="end of burn-in")
-    ax.set_xlabel("sweep")
-    ax.set_ylabel("active dimensions K+")
-    ax.legend(fontsize=8)
     hx.set_xlabel("K+ (kept sweeps)")
     hx.set_ylabel("posterior probability")
     return _save(fig, path)

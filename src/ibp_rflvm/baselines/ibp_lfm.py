@@ -276,15 +276,13 @@ def singleton_birth_death(
     the acceptance ratio is the ratio of the row's likelihoods with the new and with the old
     singletons, each with its ``x`` integrated out (a ``k``-dimensional Gaussian,
     :func:`_collapsed_row_gain`); on acceptance the new ``x`` are drawn from their conditional.
-    Only rows with singletons or ``k > 0`` are visited. Returns the arrays and move counts.
+    Only the rows :func:`ibp.singleton_plan` names are visited. Returns the arrays and move counts.
     """
     N, J = st.Y.shape
-    k_new = rng.poisson(st.alpha / N, size=N)
-    counts = Z.sum(axis=0, dtype=np.int64)
-    rows = np.flatnonzero(((Z == 1) & (counts == 1)[None, :]).any(axis=1) | (k_new > 0))
+    k_new, counts, rows = ibp.singleton_plan(rng, Z, st.alpha)
     births = deaths = 0
     for i in rows:
-        old = np.flatnonzero((Z[i] == 1) & (counts == 1))
+        old = ibp.owned_singletons(Z[i], counts)
         k = int(k_new[i])
         if k == 0 and old.size == 0:
             continue

@@ -32,7 +32,7 @@ from numba import njit
 
 from ..features import row_features
 from ..row_cache import FAST, Cache, GaussianPrior, commit_row, eval_row, prepare_row, row_buffers
-from . import dp_mixture
+from . import dp_mixture, ibp
 
 
 @njit(cache=True)
@@ -62,6 +62,8 @@ def flip_log_ratio(z_cur: int, x_cur: float, x_prop: float, m_other: int, n: int
 
 
 class RowTarget(Protocol):
+    """What a one-row move needs of the likelihood (`NoLikelihood`, `FactorisedRows`, `CollapsedRows`)."""
+
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float: ...
 
     def accept(self, i: int) -> None: ...
@@ -257,7 +259,7 @@ class Dimensions:
 
 
 def singleton_birth_death(
-    rng: np.random.Generator, dims: Dimensions, alpha: float, q_sd: float, lam0: float, target
+    rng: np.random.Generator, dims: Dimensions, alpha: float, q_sd: float, lam0: float, target: RowTarget
 ) -> tuple[Dimensions, dict]:
     """For each row, propose to replace the dimensions it owns alone by ``k ~ Poisson(alpha / N)``
     new ones (Meeds et al. 2007, in the exchangeable view).
@@ -269,18 +271,14 @@ def singleton_birth_death(
     their prior, so the acceptance ratio is
     ``p(y_i | new) / p(y_i | old) * prod_births N(x; 0, 1) / q(x) / prod_deaths N(x; 0, 1) / q(x)``.
 
-    A row's birth or death changes no other row's singletons, so the rows needing a proposal
-    (those with singletons or a non-zero draw of ``k``) are known up front; the Python loop
-    visits only them, about ``alpha`` rows plus the owners of singletons per sweep.
+    The Python loop visits only the rows :func:`ibp.singleton_plan` names, about ``alpha`` rows
+    plus the owners of singletons per sweep.
     """
     N = dims.Z.shape[0]
-    k_new = rng.poisson(alpha / N, size=N)
-    counts = dims.Z.sum(axis=0, dtype=np.int64)
-    owns = (dims.Z == 1) & (counts == 1)[None, :]
-    rows = np.flatnonzero(owns.any(axis=1) | (k_new > 0))
+    k_new, counts, rows = ibp.singleton_plan(rng, dims.Z, alpha)
     births = deaths = 0
     for i in rows:
-        old = np.flatnonzero((dims.Z[i] == 1) & (counts == 1))
+        old = ibp.owned_singletons(dims.Z[i], counts)
         k = int(k_new[i])
         if k == 0 and old.size == 0:
             continue

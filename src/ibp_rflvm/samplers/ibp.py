@@ -207,6 +207,28 @@ def update_alpha(rng: np.random.Generator, k_plus: int, n: int, a: float, b: flo
     return float(rng.gamma(a + k_plus, 1.0 / (b + harmonic(n))))
 
 
+def singleton_plan(
+    rng: np.random.Generator, Z: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows a singleton birth/death pass must visit, for every model that has one.
+
+    In the exchangeable view a row's own dimensions are ``Poisson(alpha / N)`` in number, so
+    each row draws ``k_new`` new ones; a row with ``k_new = 0`` and no singletons would propose
+    nothing. One row's birth or death changes no other row's singletons, so the rows are known
+    before any is visited. Returns ``(k_new, counts, rows)`` (``counts``: column sums of `Z`).
+    """
+    n = Z.shape[0]
+    k_new = rng.poisson(alpha / n, size=n)
+    counts = Z.sum(axis=0, dtype=np.int64)
+    owns = (Z == 1) & (counts == 1)[None, :]
+    return k_new, counts, np.flatnonzero(owns.any(axis=1) | (k_new > 0))
+
+
+def owned_singletons(z_row: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The dimensions a row with indicators `z_row` uses alone (``counts``: column sums)."""
+    return np.flatnonzero((z_row == 1) & (counts == 1))
+
+
 # --------------------------------------------------------------------------------------------
 # The z prior factor, compiled so every z kernel shares one definition
 # --------------------------------------------------------------------------------------------

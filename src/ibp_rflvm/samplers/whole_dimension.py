@@ -56,13 +56,15 @@ class PriorProposal:
 
     name = "prior"
 
-    def draw(self, rng: np.random.Generator, curves_fn) -> tuple[np.ndarray, np.ndarray]:
+    def draw(self, rng: np.random.Generator, curves_fn) -> tuple[np.ndarray, np.ndarray, float]:
+        """A new column ``(z, x)`` and its log proposal density."""
         n = curves_fn.n_rows
         rho = rng.random()
         z = (rng.random(n) < rho).astype(np.int8)
-        return z, rng.standard_normal(n)
+        x = rng.standard_normal(n)
+        return z, x, self.log_density(z, x, curves_fn)
 
-    def log_density(self, z: np.ndarray, x: np.ndarray, curves_fn, logp: np.ndarray | None = None) -> float:
+    def log_density(self, z: np.ndarray, x: np.ndarray, curves_fn) -> float:
         n, m = z.size, int(z.sum())
         log_z = gammaln(m + 1) + gammaln(n - m + 1) - gammaln(n + 2)
         return float(log_z + np.sum(_log_std_normal(x[z == 1])))
@@ -85,9 +87,9 @@ class InformedProposal:
         logw[:, 1:] = cg + _log_std_normal(self.grid)[None, :] + math.log(self.h)
         return logw - logsumexp(logw, axis=1, keepdims=True)
 
-    def draw(self, rng: np.random.Generator, curves_fn) -> tuple[np.ndarray, np.ndarray]:
+    def draw(self, rng: np.random.Generator, curves_fn) -> tuple[np.ndarray, np.ndarray, float]:
+        """A new column ``(z, x)`` and its log proposal density (the row curves evaluated once)."""
         logp = self._log_probs(curves_fn)
-        self._cached = logp
         p = np.exp(logp)
         cum = np.cumsum(p, axis=1)
         u = rng.random(p.shape[0]) * cum[:, -1]
@@ -96,11 +98,12 @@ class InformedProposal:
         cell = np.maximum(pick - 1, 0)
         x = self.grid[cell] + self.h * (rng.random(p.shape[0]) - 0.5)
         x = np.where(z == 1, x, rng.standard_normal(p.shape[0]))  # z = 0: x from its prior
-        return z, x
+        return z, x, self._log_density(z, x, logp)
 
-    def log_density(self, z: np.ndarray, x: np.ndarray, curves_fn, logp: np.ndarray | None = None) -> float:
-        if logp is None:
-            logp = self._log_probs(curves_fn)
+    def log_density(self, z: np.ndarray, x: np.ndarray, curves_fn) -> float:
+        return self._log_density(z, x, self._log_probs(curves_fn))
+
+    def _log_density(self, z: np.ndarray, x: np.ndarray, logp: np.ndarray) -> float:
         on = z == 1
         cell = np.floor((x[on] - self.grid[0] + 0.5 * self.h) / self.h).astype(np.int64)
         if np.any((cell < 0) | (cell >= self.grid.size)):
@@ -121,16 +124,20 @@ class RowCurves:
     """``curves(grid) -> (c0, cg)``: every row's log-likelihood with the new coordinate at 0 and at
     each grid value, for the base state ``H_base`` and the new frequency coordinates ``w_new``."""
 
-    def __init__(self, H_base: np.ndarray, W_base: np.ndarray, w_new: np.ndarray, row_loglik) -> None:
+    def __init__(
+        self, H_base: np.ndarray, W_base: np.ndarray, w_new: np.ndarray, bias: bool, row_loglik
+    ) -> None:
         self.n_rows = H_base.shape[0]
         self.proj = H_base @ W_base.T
         self.w_new = w_new
         self.row_loglik = row_loglik
         self.M = W_base.shape[0]
+        self.bias = [np.ones((self.n_rows, 1))] if bias else []
 
     def _features(self, proj: np.ndarray) -> np.ndarray:
+        """``feature_map`` of the base rows with projections `proj` (the new coordinate added)."""
         s = 1.0 / math.sqrt(self.M)
-        return np.hstack([np.cos(proj) * s, np.sin(proj) * s])
+        return np.hstack([np.cos(proj) * s, np.sin(proj) * s, *self.bias])
 
     def __call__(self, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         c0 = self.row_loglik(self._features(self.proj))
@@ -161,15 +168,12 @@ class CollapsedTarget:
         n = self.Y.shape[0]
         sigma2 = (self.prior.b0 + 0.5 * (base.yy - base.Q)) / (self.prior.a0 + 0.5 * n)
         beta = base.P
-        bias_col = np.ones((n, 1)) if self.bias else None
 
         def row_loglik(feats: np.ndarray) -> np.ndarray:
-            if bias_col is not None:
-                feats = np.hstack([feats, bias_col])
             r = self.Y - feats @ beta
             return -0.5 * np.sum(LOG_2PI + np.log(sigma2) + r * r / sigma2, axis=1)
 
-        return RowCurves(H_base, W_base, w_new, row_loglik)
+        return RowCurves(H_base, W_base, w_new, self.bias, row_loglik)
 
 
 class FactorisedTarget:
@@ -187,15 +191,11 @@ class FactorisedTarget:
 
     def curves(self, H_base: np.ndarray, W_base: np.ndarray, w_new: np.ndarray) -> RowCurves:
         fs = self.fs
-        n = H_base.shape[0]
-        bias_col = np.ones((n, 1)) if fs.bias else None
 
         def row_loglik(feats: np.ndarray) -> np.ndarray:
-            if bias_col is not None:
-                feats = np.hstack([feats, bias_col])
             return fs.lik.loglik_rows(feats @ fs.beta, fs.all_rows, fs.params, fs.prep)
 
-        return RowCurves(H_base, W_base, w_new, row_loglik)
+        return RowCurves(H_base, W_base, w_new, fs.bias, row_loglik)
 
 
 class PriorTarget:
@@ -208,7 +208,7 @@ class PriorTarget:
         pass
 
     def curves(self, H_base, W_base, w_new) -> RowCurves:
-        return RowCurves(H_base, W_base, w_new, lambda feats: np.zeros(feats.shape[0]))
+        return RowCurves(H_base, W_base, w_new, False, lambda feats: np.zeros(feats.shape[0]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -226,12 +226,11 @@ def birth_death_step(
         W_ext, mu_ext, Sigma_ext = dp_mixture.add_dimension(rng, dims.W, dims.zeta, dims.mu, dims.Sigma, lam0)
         H = dims.X * dims.Z
         curves = target.curves(H, dims.W, W_ext[:, K])
-        z, x = proposal.draw(rng, curves)
+        z, x, log_q = proposal.draw(rng, curves)
         m = int(z.sum())
         log_u = math.log(rng.random())
         if m == 0:
             return dims, info  # no dimension at all: rejected
-        log_q = proposal.log_density(z, x, curves, getattr(proposal, "_cached", None))
         x_on = x[z == 1]
         log_a = log_intensity(alpha, N, m) + float(np.sum(_log_std_normal(x_on))) - math.log(K + 1) - log_q
         log_a += target.delta(np.hstack([H, (x * z)[:, None]]), W_ext)
