@@ -25,11 +25,11 @@ from ibp_rflvm.datasets import load
 THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
 
 
-def _chain(Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior):
+def _chain(Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0)):
     t0 = time.perf_counter()
     est = IBPRFLVM(
         likelihood=likelihood, n_iter=n_iter, init_dims=init_dims, random_state=seed, sampler=sampler,
-        alpha_prior=alpha_prior,
+        alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1],
     ).fit(Y_train)
     seconds = time.perf_counter() - t0
     out = {
@@ -41,6 +41,8 @@ def _chain(Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_
         "alpha": est.alpha_.tolist(),
         "score": float(est.score(Y_test)),
     }
+    if replicas[0] > 1:
+        out["swap_rates"] = est.swap_rates_[0].tolist()
     if likelihood != "gaussian":
         out["perplexity"] = float(est.perplexity(Y_test))
     out["effective_dims"] = np.asarray(est.effective_dims_).ravel().tolist()
@@ -67,6 +69,8 @@ def main(argv=None) -> dict:
     p.add_argument("--sampler", default="default")
     p.add_argument("--alpha-prior", type=float, nargs=2, default=None)
     p.add_argument("--mask-seed", type=int, default=0)
+    p.add_argument("--replicas", type=int, default=1, help="levels of replica exchange (Gaussian only)")
+    p.add_argument("--replica-top", type=float, default=5.0, help="the hottest level's multiple of b0")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -79,7 +83,10 @@ def main(argv=None) -> dict:
     alpha_prior = tuple(args.alpha_prior) if args.alpha_prior else (1.0, 1.0)
     t0 = time.perf_counter()
     chains = Parallel(n_jobs=args.n_jobs)(
-        delayed(_chain)(Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior)
+        delayed(_chain)(
+            Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
+            (args.replicas, args.replica_top),
+        )
         for s, seed in jobs
     )
     wall = time.perf_counter() - t0
@@ -92,6 +99,7 @@ def main(argv=None) -> dict:
         "likelihood": lik,
         "sampler": args.sampler,
         "alpha_prior": alpha_prior,
+        "replicas": [args.replicas, args.replica_top],
         "n_iter": args.n_iter,
         "wall_seconds": wall,
         "rhat_k_plus": rhat(k),

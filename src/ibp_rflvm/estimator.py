@@ -14,8 +14,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from threadpoolctl import threadpool_limits
 
-from ._validation import as_data_matrix, check_int, check_random_state, resolve_burn_in
-from .chain import ChainResult, run_chain
+from ._validation import as_data_matrix, check_int, check_positive, check_random_state, resolve_burn_in
+from .chain import run_chain
 from .effective import DEFAULT_THRESHOLD, dimension_importance
 from .effective import effective_dimensions as _count_effective
 from .evaluation.metrics import heldout_entries, lpd_from_samples
@@ -23,6 +23,7 @@ from .evaluation.metrics import perplexity as perplexity_metric
 from .features import feature_map
 from .likelihoods import make_likelihood
 from .model import ChainState, Data, ModelSpec
+from .tempering import Ladder, run_tempered
 
 
 class ChainsDisagreeWarning(UserWarning):
@@ -104,8 +105,9 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         every = check_int("checkpoint_every", self.checkpoint_every, 1)
         rngs = self._chain_generators()
         data = Data.from_array(Yv, lik)
+        ladder = self._ladder(spec)
         jobs = [
-            (rng, data, spec, int(self.n_iter), burn, self._checkpoint_for(c), every, resume)
+            (rng, data, spec, int(self.n_iter), burn, self._checkpoint_for(c), every, resume, ladder)
             for c, rng in enumerate(rngs)
         ]
         if len(jobs) == 1:
@@ -115,6 +117,9 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
 
             n_jobs = self.n_jobs if self.n_jobs is not None else min(len(jobs), os.cpu_count() or 1)
             results = Parallel(n_jobs=n_jobs)(delayed(_run_one)(*job, verbose=False) for job in jobs)
+        if ladder is not None:
+            self.swap_rates_ = np.array([res[1].rates for res in results])
+            results = [res[0] for res in results]
         first = results[0]
         self.spec_ = spec
         self._data = data
@@ -139,6 +144,21 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
         return self
+
+    def _ladder(self, spec: ModelSpec):
+        n = check_int("n_replicas", self.n_replicas, 1)
+        if n == 1:
+            return None
+        if not spec.likelihood.collapsed:
+            raise ValueError(
+                "n_replicas > 1 (replica exchange over the noise prior) needs likelihood='gaussian'"
+            )
+        if self.checkpoint_path is not None:
+            raise ValueError("checkpoints are not available with n_replicas > 1; leave checkpoint_path unset")
+        top = check_positive("replica_top", self.replica_top)
+        if top < 1.0:
+            raise ValueError(f"replica_top must be at least 1; got {top}")
+        return Ladder.geometric(spec.likelihood.prior.b0, top, n)
 
     def _warn_if_chains_disagree(self, burn: int) -> None:
         from .diagnostics import disagreement
@@ -385,11 +405,14 @@ def effective_draws(n_kept: int, max_draws: int = EFFECTIVE_MAX_DRAWS) -> np.nda
     return np.unique(np.round(np.linspace(0, n_kept - 1, max_draws)).astype(np.int64))
 
 
-def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, verbose: bool) -> ChainResult:
+def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, verbose: bool):
     progress = _progress(n_iter, verbose)
     # Worker processes start with default BLAS threading; one thread per chain is what we want.
     with threadpool_limits(limits=1, user_api="blas"):
-        result = run_chain(rng, data, spec, n_iter, burn, checkpoint, every, resume, progress)
+        if ladder is None:
+            result = run_chain(rng, data, spec, n_iter, burn, checkpoint, every, resume, progress)
+        else:
+            result = run_tempered(rng, data, spec, n_iter, burn, ladder, progress)
     if progress is not None:
         progress.close()
     return result
@@ -451,6 +474,12 @@ class IBPRFLVM(_RFLVMBase):
     sampler : ``"default"`` (joint ``(z, x)`` flips and singleton birth/death after every IBP
         step, and a start scaled so that ``H W^T`` has variance about 2; docs/sampler.md) or
         ``"paper"`` (the paper's sweep and start, kept for comparison).
+    n_replicas : levels of replica exchange over the Gaussian noise prior (1 = off). Level
+        ``l`` multiplies the prior scale ``b0`` by ``replica_top ** (l / (n_replicas - 1))``;
+        adjacent levels swap states before every sweep and only the coldest level's chain is
+        kept (``swap_rates_`` gives each pair's acceptance rate). Costs `n_replicas` sweeps per
+        sweep; docs/sampler.md section 4 gives its measured effect.
+    replica_top : the hottest level's multiple of ``b0``.
     """
 
     _ibp = True
@@ -474,6 +503,8 @@ class IBPRFLVM(_RFLVMBase):
         checkpoint_every: int = 10,
         verbose: bool = False,
         sampler: str = "default",
+        n_replicas: int = 1,
+        replica_top: float = 5.0,
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -492,6 +523,8 @@ class IBPRFLVM(_RFLVMBase):
         self.checkpoint_every = checkpoint_every
         self.verbose = verbose
         self.sampler = sampler
+        self.n_replicas = n_replicas
+        self.replica_top = replica_top
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -524,6 +557,8 @@ class RFLVM(_RFLVMBase):
         checkpoint_every: int = 10,
         verbose: bool = False,
         sampler: str = "default",
+        n_replicas: int = 1,
+        replica_top: float = 5.0,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -541,6 +576,8 @@ class RFLVM(_RFLVMBase):
         self.checkpoint_every = checkpoint_every
         self.verbose = verbose
         self.sampler = sampler
+        self.n_replicas = n_replicas
+        self.replica_top = replica_top
 
     def _n_dims(self) -> int:
         return self.n_components
