@@ -15,7 +15,7 @@ import pytest
 
 from ibp_rflvm.cli import main
 from ibp_rflvm.datasets import holdout_mask
-from ibp_rflvm.evaluation import harness
+from ibp_rflvm.evaluation import cells, harness, planning, scheduling
 from ibp_rflvm.evaluation.harness import (
     METHODS,
     ReproduceError,
@@ -200,7 +200,7 @@ def test_other_settings_in_the_same_folder_are_refused(e2e, tmp_path, capsys):
 @pytest.mark.parametrize("failure", [RuntimeError, KeyboardInterrupt])
 def test_failed_or_interrupted_run_resumes_without_recomputing(tmp_path, monkeypatch, failure):
     out = tmp_path / "out"
-    real = harness.compute_cell
+    real = scheduling.compute_cell
     bad = "cambridge__rflvm__t0"
 
     def flaky(task):
@@ -216,7 +216,7 @@ def test_failed_or_interrupted_run_resumes_without_recomputing(tmp_path, monkeyp
         "progress": False,
         "echo": lambda s: None,
     }
-    monkeypatch.setattr(harness, "compute_cell", flaky)
+    monkeypatch.setattr(scheduling, "compute_cell", flaky)
     first = reproduce("table1", out, trials=2, **kw)
     if failure is KeyboardInterrupt:
         # The run stops at the interrupted cell; what finished before it is kept.
@@ -226,7 +226,7 @@ def test_failed_or_interrupted_run_resumes_without_recomputing(tmp_path, monkeyp
         assert first.failed == [bad] and len(first.computed) == 3
         assert "injected" in (out / "errors" / f"{bad}.txt").read_text()
     finished = _mtimes(out)
-    monkeypatch.setattr(harness, "compute_cell", real)
+    monkeypatch.setattr(scheduling, "compute_cell", real)
     second = reproduce("table1", out, trials=2, **kw)
     assert bad in second.computed
     assert not set(second.computed) & set(first.computed)
@@ -256,7 +256,7 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
     reference = reproduce("table1", tmp_path / "ref", trials=1, **kw)
     assert reference.computed == [cell]
 
-    monkeypatch.setattr(harness, "CHECKPOINT_EVERY", 3)
+    monkeypatch.setattr(cells, "CHECKPOINT_EVERY", 3)
     real_sweep, calls = chain.sweep, []
 
     def dies_at_seventh(*args, **kwargs):
@@ -330,7 +330,7 @@ def test_interrupt_exit_code_from_cli(tmp_path, monkeypatch):
     def interrupted(task):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(harness, "compute_cell", interrupted)
+    monkeypatch.setattr(scheduling, "compute_cell", interrupted)
     code = main(
         [
             "reproduce",
@@ -404,7 +404,7 @@ def test_unregistered_count_likelihood_skips_its_cells(monkeypatch):
     assert harness.method_available("nb-ibp-rflvm") is not None
     assert "negbinom" in harness.method_available("nb-rflvm")
     # Only the methods matter here: stub the data check so no count file is needed.
-    monkeypatch.setattr(harness, "dataset_available", lambda name, cfg: None)
+    monkeypatch.setattr(planning, "dataset_available", lambda name, cfg: None)
     plan = make_plan("table2", 1, CFG, datasets="montreal")
     methods = {c.method for c in plan.cells}
     assert "nb-ibp-rflvm" not in methods and "nb-rflvm" not in methods
@@ -495,3 +495,65 @@ def test_report_only_writes_whole_tables_from_cells_present_and_computes_nothing
     # Settings other than the cells' are refused, as for a run.
     assert main([*args, "--n-iter", "6", "--datasets", "cancer"]) == 2
     assert "other settings" in capsys.readouterr().err
+
+
+def _fake_cell(out, cfg, dataset, method, trial, seconds, shape, resumed=0):
+    """A finished cell's JSON with only what --status reads (no latent file, nothing fitted)."""
+    from ibp_rflvm.evaluation.experiments import Cell, cell_settings
+
+    cell = Cell(dataset, method, trial)
+    record = {
+        "cell": cell.id,
+        "dataset": dataset,
+        "method": method,
+        "trial": trial,
+        "settings": cell_settings(cell, cfg),
+        "seconds": seconds,
+        "shape": list(shape),
+        "resumed_from_sweep": resumed,
+    }
+    (out / "cells").mkdir(parents=True, exist_ok=True)
+    (out / "cells" / f"{cell.id}.json").write_text(json.dumps(record))
+
+
+def test_status_estimates_the_time_left_from_the_done_cells(tmp_path, capsys):
+    out = tmp_path / "out"
+    _fake_cell(out, CFG, "cancer", "ibp-rflvm", 0, 10.0, (60, 30))
+    _fake_cell(out, CFG, "cancer", "ibp-rflvm", 1, 20.0, (60, 30))
+    # Resumed at sweep 2 of 4: its 8 s timed half the chain.
+    _fake_cell(out, CFG, "cancer", "rflvm", 0, 8.0, (60, 30), resumed=2)
+    _fake_cell(out, CFG, "cambridge", "ibp-rflvm", 0, 30.0, (60, 36))
+    # Left: cancer IBP-RFLVM t2 at the mean of its pair (15 s); cancer RFLVM t1, t2 at the
+    # whole-chain 16 s; cambridge IBP-RFLVM t1, t2 at 30 s; cambridge RFLVM t0-t2, with no done
+    # cell of their own, at RFLVM's seconds per entry on cancer times cambridge's entries.
+    work = 15 + 2 * 16 + 2 * 30 + 3 * 16 / (60 * 30) * (60 * 36)
+    args = ["reproduce", "table1", "--datasets", "cancer,cambridge", "--methods", "ibp-rflvm,rflvm"]
+    assert main([*args, "--trials", "3", "--out", str(out), "--status", "--n-jobs", "2", *SMALL]) == 0
+    shown = capsys.readouterr().out
+    assert "4 of 12 cells done" in shown
+    assert f"({work:.0f} worker-seconds over 2 workers)" in shown
+    assert "Estimated time left: 1 min " in shown  # work / 2 = 82 s, to the minute
+
+
+def test_time_left_fallbacks_and_cells_in_flight():
+    from ibp_rflvm.evaluation.experiments import Cell
+    from ibp_rflvm.evaluation.status import cell_seconds, format_duration, time_left_line
+
+    done = {"a": {"dataset": "cancer", "method": "ibp-rflvm", "seconds": 10.0, "shape": [60, 30]}}
+    entries = {"cancer": 1800, "cambridge": 2160}.__getitem__
+    gplvm = Cell("cambridge", "gplvm", 0)
+    # No GPLVM cell done: every done cell's seconds per entry, times GPLVM's relative cost.
+    cost = scheduling._RELATIVE_COST["gplvm"] / scheduling._RELATIVE_COST["rflvm"]
+    assert cell_seconds([gplvm], done, entries)[gplvm] == pytest.approx(10 / 1800 * 2160 * cost)
+    assert cell_seconds([gplvm], {}, entries) is None
+    # A chain in flight halfway through counts for half its time.
+    ibp = Cell("cancer", "ibp-rflvm", 1)
+    assert "(5 worker-seconds over 1 worker)" in time_left_line({ibp: 0.5}, done, entries, 1)
+    assert "unknown" in time_left_line({ibp: 1.0}, {}, entries, 1)
+    assert format_duration(3 * 3600 + 5 * 60) == "3 h 05 min" and format_duration(20) == "under a minute"
+    assert format_duration(2 * 86400 + 4 * 3600) == "2 d 4 h"
+
+
+def test_status_of_a_finished_run_shows_no_time_left(e2e):
+    table = harness.status("table1", e2e, 2, CFG, "cancer,cambridge", "ibp-rflvm,rflvm")
+    assert "8 of 8 cells done" in table and "time left" not in table

@@ -144,7 +144,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             sampler=args.sampler,
         )
         if args.status:
-            print(status(args.target, args.out, args.trials, cfg, args.datasets, args.methods))
+            print(status(args.target, args.out, args.trials, cfg, args.datasets, args.methods, args.n_jobs))
             return 0
         summary = reproduce(
             args.target,
@@ -252,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--status",
         action="store_true",
-        help="compute and write nothing: show the cells done and in flight in --out",
+        help="compute and write nothing: show the cells done and in flight in --out, and the time "
+        "left with --n-jobs workers",
     )
     # For smoke tests only: evenly spaced row subsets (recorded in every cell file).
     rep.add_argument("--max-rows", type=int, default=None, help=argparse.SUPPRESS)

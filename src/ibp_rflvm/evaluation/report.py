@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .harness import FIGURES, METHODS, TABLES, RunConfig, dataset_arrays, load_latent
+from .cells import dataset_arrays
+from .experiments import FIGURES, METHODS, TABLES, RunConfig
+from .store import load_latent
 
 # The paper's Table 1: test-set log likelihood of the Gaussian models, mean (standard error)
 # over five trials.
