@@ -59,7 +59,8 @@ def main() -> None:
             n_iter = args.burn_in + kept
             size, fit_s, load_s = checkpoint_bytes(Y_train, n_iter, args.burn_in, Path(tmp), args.seed)
             sizes.append(size)
-            print(f"{n_iter} sweeps, {kept} kept: {size / 1e6:.2f} MB (fit {fit_s:.1f} s, resume {load_s:.2f} s)")
+            print(f"{n_iter} sweeps, {kept} kept: {size / 1e6:.2f} MB", end=" ")
+            print(f"(fit {fit_s:.1f} s, resume {load_s:.2f} s)")
     per_sample = (sizes[1] - sizes[0]) / (args.kept[1] - args.kept[0])
     fixed = sizes[0] - per_sample * args.kept[0]
     final = fixed + per_sample * args.final_kept

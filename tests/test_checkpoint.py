@@ -199,7 +199,7 @@ def test_extension_keeps_the_checkpoints_burn_in(tmp_path):
     kw = {"n_frequencies": 6, "random_state": 1}
     path = str(tmp_path / "c.ckpt")
     IBPRFLVM(n_iter=4, checkpoint_path=path, **kw).fit(Y_train)  # burn-in 2
-    with pytest.raises(ValueError, match=r"after burn_in=2, .*asks for burn_in=4 .*pass burn_in=2 to continue"):
+    with pytest.raises(ValueError, match=r"after burn_in=2, .*for burn_in=4 .*pass burn_in=2 to continue"):
         IBPRFLVM(n_iter=8, checkpoint_path=path, **kw).fit(Y_train, resume=True)
     with pytest.raises(ValueError, match="already run 4 sweeps, more than n_iter=3"):
         IBPRFLVM(n_iter=3, burn_in=2, checkpoint_path=path, **kw).fit(Y_train, resume=True)

@@ -9,9 +9,10 @@ Not stored, because the rest of the checkpoint determines them:
 
 * the observed entries of the Gaussian's completed data ``Y`` (only the imputed entries are
   stored; the observed ones come from the data the resumed fit is given);
-* the running sum of the kept samples' reconstructions, ``N x J`` (43 MB for spam, more than
-  the rest of the file at 50 kept samples): a resumed chain recomputes it from the kept samples
-  with the very code that summed it, in the same order, so it is equal bit for bit.
+* any running sum over the kept samples: the reconstruction (``predict()``), ``N x J``, is
+  computed from the kept samples when it is first asked for (43 MB for spam, more than the
+  rest of the file at 50 kept samples), the same way for a resumed chain as for one that ran
+  uninterrupted, so the two are equal bit for bit.
 
 A chain that has finished can be extended: resuming with a larger ``n_iter`` runs the further
 sweeps, and the result equals a chain run that long from the start, provided the burn-in is
@@ -53,7 +54,6 @@ class ChainRecord:
     eta: list = field(default_factory=list)
     n_components: list = field(default_factory=list)
     samples: list = field(default_factory=list)
-    reconstruction_sum: np.ndarray | None = None
 
     def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec) -> None:
         self.n_active.append(info["k_plus"])
@@ -62,8 +62,8 @@ class ChainRecord:
         self.eta.append(state.eta)
         self.n_components.append(info["n_components"])
         if keep:
-            # C order, as a checkpoint gives them back: the reconstruction a resumed chain
-            # recomputes from them then takes the same arithmetic path.
+            # C order, as a checkpoint gives them back: predictions from a resumed chain's
+            # samples then take the same arithmetic path as from the uninterrupted chain's.
             params = {
                 k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
                 for k, v in state.params.items()
@@ -72,24 +72,24 @@ class ChainRecord:
                 "H": np.ascontiguousarray(state.H), "W": np.ascontiguousarray(state.W),
                 "params": params, "pi": np.ascontiguousarray(state.pi),
             }  # fmt: skip
-            self._accumulate(sample, spec)
             self.samples.append(sample)
 
-    def _accumulate(self, sample: dict, spec: ModelSpec) -> None:
+    def reconstruction_sum(self, spec: ModelSpec) -> np.ndarray | None:
+        """The sum over the kept samples, in their order, of each one's reconstruction (the
+        likelihood's mean). Computed on demand rather than during the chain: a count model's
+        mean costs a softmax or exponential over all ``N x J`` entries per sample, and an
+        ``N x J`` running sum would dominate the checkpoint (43 MB for spam)."""
         lik = spec.likelihood
-        psi = feature_map(sample["H"], sample["W"], spec.bias) @ sample["params"]["beta"]
-        # Count likelihoods may need the training-row index (binomial trials per entry).
-        kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0])}
-        mean = lik.mean(psi, sample["params"], **kw)
-        if self.reconstruction_sum is None:
-            self.reconstruction_sum = np.zeros_like(mean)
-        self.reconstruction_sum += mean
-
-    def rebuild_reconstruction(self, spec: ModelSpec) -> None:
-        """Recompute the running sum of reconstructions from the kept samples, in their order."""
-        self.reconstruction_sum = None
+        total = None
         for sample in self.samples:
-            self._accumulate(sample, spec)
+            psi = feature_map(sample["H"], sample["W"], spec.bias) @ sample["params"]["beta"]
+            # Count likelihoods may need the training-row index (binomial trials per entry).
+            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0])}
+            mean = lik.mean(psi, sample["params"], **kw)
+            if total is None:
+                total = np.zeros_like(mean)
+            total += mean
+        return total
 
     def to_tree(self) -> dict:
         ints = {"n_active", "n_components"}
@@ -259,9 +259,7 @@ def _resume(path: Path, rng, data: Data, spec: ModelSpec, n_iter: int, burn_in: 
             f"checkpoint {path} holds the state of another kind of random generator than this "
             f"fit's {type(rng.bit_generator).__name__} ({err})"
         ) from None
-    record = saved["record"]
-    record.rebuild_reconstruction(spec)
-    return state, record, saved["sweep"]
+    return state, saved["record"], saved["sweep"]
 
 
 def run_chain(

@@ -144,8 +144,11 @@ def read_tree(path: str | os.PathLike) -> dict:
     with open(path, "rb") as f:
         head = f.read(4)
     if head != b"PK\x03\x04":
-        what = "a pickle (the format before version 2)" if head[:1] == b"\x80" else "not a zip archive"
-        raise _not_usable(path, f"{what}" if head else "the file is empty")
+        if not head:
+            raise _not_usable(path, "the file is empty")
+        if head[:1] == b"\x80":  # pickle protocol 2 or later
+            raise _not_usable(path, "a pickle (the checkpoints before format version 2, no longer read)")
+        raise _not_usable(path, "not a zip archive")
     try:
         with np.load(path, allow_pickle=False) as npz:
             if _META not in npz.files:
