@@ -236,6 +236,13 @@ def _damaged_files(good: bytes) -> dict[str, bytes]:
         zf.writestr("hello.txt", "not a checkpoint")
     npz = io.BytesIO()
     np.savez(npz, a=np.arange(3))
+    other_version = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(other_version, "w") as dst:
+        for name in src.namelist():
+            text = src.read(name)
+            if name == "meta.json":
+                text = text.replace(b'"version":2', b'"version":99', 1)
+            dst.writestr(name, text)
     flipped = bytearray(good)
     flipped[len(good) // 2] ^= 0xFF  # inside some array member: its CRC no longer matches
     return {
@@ -246,6 +253,7 @@ def _damaged_files(good: bytes) -> dict[str, bytes]:
         "an npz that is no checkpoint": npz.getvalue(),
         "a pickle": pickle.dumps({"version": 1, "sweep": 3}),
         "one flipped byte": bytes(flipped),
+        "format version 99": other_version.getvalue(),
     }
 
 
@@ -262,6 +270,8 @@ def test_damaged_or_foreign_files_give_a_clear_error_naming_the_file(tmp_path):
         with pytest.raises(CheckpointError, match=f"{path}.* not a usable ibp-rflvm checkpoint") as err:
             load_checkpoint(path)
         assert isinstance(err.value, ValueError), what
+        if what == "format version 99":
+            assert "format version 99, but this version of ibp-rflvm reads version 2" in str(err.value)
         with pytest.raises(CheckpointError, match=str(path)):
             IBPRFLVM(checkpoint_path=str(path), **kw).fit(Y_train, resume=True)
 
