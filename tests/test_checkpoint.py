@@ -127,3 +127,185 @@ def test_resume_refuses_a_checkpoint_for_other_data(tmp_path):
         IBPRFLVM(n_iter=4, n_frequencies=8, random_state=0, checkpoint_path=path).fit(
             Y_train + 1.0, resume=True
         )
+
+
+# ------------------------------------------------------------------------------------------
+# The file format: every likelihood, extension, damaged and foreign files, no pickle.
+
+
+def _small(likelihood: str):
+    """A 30 x 8 training matrix for `likelihood`, 20% held out, and its likelihood_params."""
+    rng = np.random.default_rng(5)
+    params = None
+    if likelihood == "gaussian":
+        Y = make_cambridge(30, random_state=1)["Y"][:, :8]
+    elif likelihood == "bernoulli":
+        Y = (rng.random((30, 8)) < 0.4).astype(float)
+    elif likelihood == "binomial":
+        trials = rng.integers(3, 7, (30, 8)).astype(float)  # an N x J array of trials
+        Y = rng.binomial(trials.astype(int), 0.3).astype(float)
+        params = {"n_trials": trials}
+    else:
+        Y = rng.poisson(2.0, (30, 8)).astype(float)
+    Y_train, Y_test = holdout_mask(Y, 0.2, random_state=0)
+    return Y_train, Y_test, params
+
+
+LIKELIHOODS = ("gaussian", "negbinom", "poisson", "bernoulli", "binomial", "multinomial")
+
+
+@pytest.mark.parametrize(
+    "model, likelihood",
+    [(IBPRFLVM, lik) for lik in LIKELIHOODS] + [(RFLVM, "gaussian"), (RFLVM, "poisson")],
+)
+def test_extended_chain_equals_the_long_chain_for_every_likelihood(tmp_path, model, likelihood):
+    """Three sweeps to a checkpoint, then resumed to five: the five-sweep chain, bit for bit,
+    with the kept samples straddling the checkpoint (burn-in 1)."""
+    Y_train, Y_test, params = _small(likelihood)
+    kw = {"likelihood": likelihood, "likelihood_params": params, "n_frequencies": 5, "random_state": 4}
+    if model is RFLVM:
+        kw["n_components"] = 2
+    reference = model(n_iter=5, burn_in=1, **kw).fit(Y_train)
+    path = tmp_path / "c.ckpt"
+    model(n_iter=3, burn_in=1, checkpoint_path=str(path), **kw).fit(Y_train)
+    assert load_checkpoint(path)["sweep"] == 3
+    resumed = model(n_iter=5, burn_in=1, checkpoint_path=str(path), **kw).fit(Y_train, resume=True)
+    _assert_same_chain(reference, resumed)
+    for sa, sb in zip(reference._samples, resumed._samples, strict=True):
+        for key in sa["params"]:
+            np.testing.assert_array_equal(sa["params"][key], sb["params"][key], err_msg=key)
+    np.testing.assert_array_equal(
+        reference.pointwise_log_predictive(Y_test), resumed.pointwise_log_predictive(Y_test)
+    )
+    assert load_checkpoint(path)["sweep"] == 5
+
+
+def test_generators_with_array_states_resume_exactly(tmp_path):
+    """MT19937 and Philox keep arrays in their state; the checkpoint stores them exactly."""
+    Y_train, _, _ = _small("gaussian")
+    for bits in (np.random.MT19937, np.random.Philox):
+        kw = {"n_frequencies": 5, "burn_in": 1}
+        reference = IBPRFLVM(n_iter=4, random_state=np.random.Generator(bits(3)), **kw).fit(Y_train)
+        path = str(tmp_path / f"{bits.__name__}.ckpt")
+        IBPRFLVM(n_iter=2, random_state=np.random.Generator(bits(3)), checkpoint_path=path, **kw).fit(Y_train)
+        resumed = IBPRFLVM(n_iter=4, random_state=np.random.Generator(bits(3)), checkpoint_path=path, **kw)
+        _assert_same_chain(reference, resumed.fit(Y_train, resume=True))
+
+
+def test_extension_keeps_the_checkpoints_burn_in(tmp_path):
+    """The default burn-in (n_iter // 2) moves with n_iter, which would change the kept samples:
+    that extension is refused with the burn-in to pass, which then gives the long chain."""
+    Y_train, _ = _data()
+    kw = {"n_frequencies": 6, "random_state": 1}
+    path = str(tmp_path / "c.ckpt")
+    IBPRFLVM(n_iter=4, checkpoint_path=path, **kw).fit(Y_train)  # burn-in 2
+    with pytest.raises(ValueError, match=r"after burn_in=2, .*for burn_in=4 .*pass burn_in=2 to continue"):
+        IBPRFLVM(n_iter=8, checkpoint_path=path, **kw).fit(Y_train, resume=True)
+    with pytest.raises(ValueError, match="already run 4 sweeps, more than n_iter=3"):
+        IBPRFLVM(n_iter=3, burn_in=2, checkpoint_path=path, **kw).fit(Y_train, resume=True)
+    resumed = IBPRFLVM(n_iter=8, burn_in=2, checkpoint_path=path, **kw).fit(Y_train, resume=True)
+    _assert_same_chain(IBPRFLVM(n_iter=8, burn_in=2, **kw).fit(Y_train), resumed)
+
+
+def test_checkpoint_for_other_data_or_settings_is_refused_naming_the_difference(tmp_path):
+    from ibp_rflvm.checkpoint import CheckpointMismatch
+
+    Y_train, _ = _data()
+    path = str(tmp_path / "c.ckpt")
+    kw = {"n_iter": 3, "n_frequencies": 6, "random_state": 0, "checkpoint_path": path}
+    IBPRFLVM(**kw).fit(Y_train)
+    cases = [
+        ({"n_frequencies": 7}, Y_train, r"different settings \(n_frequencies: 6 in the checkpoint, 7 now\)"),
+        ({"likelihood_params": {"a0": 2.0}}, Y_train, r"likelihood\.prior: .*'a0': 1\.0.*'a0': 2\.0"),
+        ({"sampler": "paper"}, Y_train, r"moves: True in the checkpoint, False now"),
+        ({}, Y_train[:, :-1], r"different data \(data of shape \(80, 15\), not \(80, 14\)\)"),
+        ({}, Y_train + 1.0, r"different data \(data of the same shape but different values"),
+    ]
+    for change, Y, message in cases:
+        with pytest.raises(CheckpointMismatch, match=message):
+            IBPRFLVM(**{**kw, **change}).fit(Y, resume=True)
+
+
+def _damaged_files(good: bytes) -> dict[str, bytes]:
+    import io
+    import pickle
+    import zipfile
+
+    foreign_zip = io.BytesIO()
+    with zipfile.ZipFile(foreign_zip, "w") as zf:
+        zf.writestr("hello.txt", "not a checkpoint")
+    npz = io.BytesIO()
+    np.savez(npz, a=np.arange(3))
+    other_version = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(other_version, "w") as dst:
+        for name in src.namelist():
+            text = src.read(name)
+            if name == "meta.json":
+                text = text.replace(b'"version":2', b'"version":99', 1)
+            dst.writestr(name, text)
+    flipped = bytearray(good)
+    flipped[len(good) // 2] ^= 0xFF  # inside some array member: its CRC no longer matches
+    return {
+        "truncated": good[: len(good) // 2],
+        "empty": b"",
+        "random bytes": np.random.default_rng(0).bytes(5000),
+        "a zip that is no checkpoint": foreign_zip.getvalue(),
+        "an npz that is no checkpoint": npz.getvalue(),
+        "a pickle": pickle.dumps({"version": 1, "sweep": 3}),
+        "one flipped byte": bytes(flipped),
+        "format version 99": other_version.getvalue(),
+    }
+
+
+def test_damaged_or_foreign_files_give_a_clear_error_naming_the_file(tmp_path):
+    from ibp_rflvm.checkpoint import CheckpointError
+
+    Y_train, _ = _data()
+    kw = {"n_iter": 3, "n_frequencies": 6, "random_state": 0}
+    good_path = tmp_path / "good.ckpt"
+    IBPRFLVM(checkpoint_path=str(good_path), **kw).fit(Y_train)
+    for what, content in _damaged_files(good_path.read_bytes()).items():
+        path = tmp_path / f"{what.replace(' ', '_')}.ckpt"
+        path.write_bytes(content)
+        with pytest.raises(CheckpointError, match=f"{path}.* not a usable ibp-rflvm checkpoint") as err:
+            load_checkpoint(path)
+        assert isinstance(err.value, ValueError), what
+        if what == "format version 99":
+            assert "format version 99, but this version of ibp-rflvm reads version 2" in str(err.value)
+        with pytest.raises(CheckpointError, match=str(path)):
+            IBPRFLVM(checkpoint_path=str(path), **kw).fit(Y_train, resume=True)
+
+
+def test_loading_never_unpickles(tmp_path, monkeypatch):
+    """A checkpoint is read without pickle; an object array planted in one is refused."""
+    import pickle
+    import zipfile
+
+    from ibp_rflvm.checkpoint import CheckpointError
+
+    Y_train, _ = _data()
+    path = tmp_path / "c.ckpt"
+    kw = {"n_iter": 4, "burn_in": 2, "n_frequencies": 6, "random_state": 0}
+    IBPRFLVM(checkpoint_path=str(path), **{**kw, "n_iter": 3}).fit(Y_train)  # one sample kept
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("pickle was called while loading a checkpoint")
+
+    with monkeypatch.context() as m:
+        for name in ("load", "loads", "Unpickler"):
+            m.setattr(pickle, name, refuse)
+        resumed = IBPRFLVM(checkpoint_path=str(path), **kw).fit(Y_train, resume=True)
+    _assert_same_chain(IBPRFLVM(**kw).fit(Y_train), resumed)
+
+    # Replace one array member by an object array (only loadable through pickle).
+    planted = tmp_path / "planted.ckpt"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(planted, "w") as dst:
+        target = next(n for n in src.namelist() if n.endswith("state/X.npy"))
+        for name in src.namelist():
+            if name == target:
+                with dst.open(name, "w") as member:
+                    np.lib.format.write_array(member, np.array([print], dtype=object), allow_pickle=True)
+            else:
+                dst.writestr(name, src.read(name))
+    with pytest.raises(CheckpointError, match=f"{planted}.*Object arrays cannot be loaded"):
+        load_checkpoint(planted)

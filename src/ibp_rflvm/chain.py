@@ -1,34 +1,47 @@
 """Running one chain: traces, kept samples, and checkpoints that resume bit for bit.
 
-A checkpoint holds everything the rest of the run depends on: the chain state, the state of
-its random generator, the traces and kept samples so far, and a fingerprint of the data and
-settings (resuming against different data is refused). It is written to a temporary file in
-the same folder and renamed over the old one, so a process killed mid-write leaves the
-previous checkpoint intact; a killed run loses at most `checkpoint_every` sweeps.
+A checkpoint holds what the rest of the run depends on: the chain state, the state of its
+random generator, the traces and the kept samples so far, with a description of the data
+and settings it belongs to (resuming against other data or settings is refused, naming what
+differs). The file format, its atomic writes and its errors are :mod:`.checkpoint`'s.
+
+Not stored, because the rest of the checkpoint determines them:
+
+* the observed entries of the Gaussian's completed data ``Y`` (only the imputed entries are
+  stored; the observed ones come from the data the resumed fit is given);
+* any running sum over the kept samples: the reconstruction (``predict()``), ``N x J``, is
+  computed from the kept samples when it is first asked for (43 MB for spam, more than the
+  rest of the file at 50 kept samples), the same way for a resumed chain as for one that ran
+  uninterrupted, so the two are equal bit for bit.
+
+A chain that has finished can be extended: resuming with a larger ``n_iter`` runs the further
+sweeps, and the result equals a chain run that long from the start, provided the burn-in is
+the same (see :func:`run_chain`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
-import re
-import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
 from .effective import dimension_importance, effective_dimensions
+from .features import feature_map
 from .model import ChainState, Data, ModelSpec, init_state, sweep
 
-CHECKPOINT_VERSION = 1
+__all__ = [
+    "ChainRecord", "ChainResult", "CheckpointError", "CheckpointMismatch", "load_checkpoint",
+    "remove_stale_temporaries", "run_chain",
+]  # fmt: skip
+
 #: Sweeps between refreshes of the effective number of dimensions in the progress bar.
 PROGRESS_EFFECTIVE_EVERY = 10
-
-
-class CheckpointMismatch(ValueError):
-    """A checkpoint that belongs to other data or settings than the run asked to resume."""
+_TRACES = ("n_active", "loglik", "alpha", "eta", "n_components")
 
 
 @dataclass
@@ -41,7 +54,6 @@ class ChainRecord:
     eta: list = field(default_factory=list)
     n_components: list = field(default_factory=list)
     samples: list = field(default_factory=list)
-    reconstruction_sum: np.ndarray | None = None
 
     def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec) -> None:
         self.n_active.append(info["k_plus"])
@@ -50,15 +62,46 @@ class ChainRecord:
         self.eta.append(state.eta)
         self.n_components.append(info["n_components"])
         if keep:
-            lik = spec.likelihood
-            psi = state.phi(spec.bias) @ state.params["beta"]
+            # C order, as a checkpoint gives them back: predictions from a resumed chain's
+            # samples then take the same arithmetic path as from the uninterrupted chain's.
+            params = {
+                k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
+                for k, v in state.params.items()
+            }
+            sample = {
+                "H": np.ascontiguousarray(state.H), "W": np.ascontiguousarray(state.W),
+                "params": params, "pi": np.ascontiguousarray(state.pi),
+            }  # fmt: skip
+            self.samples.append(sample)
+
+    def reconstruction_sum(self, spec: ModelSpec) -> np.ndarray | None:
+        """The sum over the kept samples, in their order, of each one's reconstruction (the
+        likelihood's mean). Computed on demand rather than during the chain: a count model's
+        mean costs a softmax or exponential over all ``N x J`` entries per sample, and an
+        ``N x J`` running sum would dominate the checkpoint (43 MB for spam)."""
+        lik = spec.likelihood
+        total = None
+        for sample in self.samples:
+            psi = feature_map(sample["H"], sample["W"], spec.bias) @ sample["params"]["beta"]
             # Count likelihoods may need the training-row index (binomial trials per entry).
             kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0])}
-            mean = lik.mean(psi, state.params, **kw)
-            if self.reconstruction_sum is None:
-                self.reconstruction_sum = np.zeros_like(mean)
-            self.reconstruction_sum += mean
-            self.samples.append({"H": state.H, "W": state.W, "params": state.params, "pi": state.pi})
+            mean = lik.mean(psi, sample["params"], **kw)
+            if total is None:
+                total = np.zeros_like(mean)
+            total += mean
+        return total
+
+    def to_tree(self) -> dict:
+        ints = {"n_active", "n_components"}
+        traces = {
+            n: np.asarray(getattr(self, n), dtype=np.int64 if n in ints else np.float64) for n in _TRACES
+        }
+        return {"traces": traces, "samples": self.samples}
+
+    @classmethod
+    def from_tree(cls, tree: dict) -> ChainRecord:
+        traces = {n: np.asarray(tree["traces"][n]).tolist() for n in _TRACES}
+        return cls(**traces, samples=list(tree["samples"]))
 
 
 @dataclass
@@ -67,58 +110,156 @@ class ChainResult:
     record: ChainRecord
 
 
-def fingerprint(data: Data, spec: ModelSpec, n_iter: int, burn_in: int) -> str:
-    """A digest of the data (values and mask) and the settings a resumed run must share."""
+# ------------------------------------------------------------------------------------------
+# What a checkpoint belongs to
+
+
+def data_description(data: Data) -> dict:
+    """Shape and digest of the data (values and mask) a checkpoint was made for."""
     h = hashlib.sha256()
     h.update(np.ascontiguousarray(np.nan_to_num(data.Y, nan=np.pi)).tobytes())
     h.update(np.ascontiguousarray(data.observed).tobytes())
-    # The likelihood object's default repr carries a memory address; describe it by its class
-    # and hyperparameters instead, so a checkpoint resumes in any process.
+    return {"shape": list(data.Y.shape), "sha256": h.hexdigest()}
+
+
+def _plain(value):
+    """A JSON value describing a setting: arrays beyond a few entries by shape and digest."""
+    if isinstance(value, np.ndarray):
+        if value.size <= 8:
+            return value.tolist()
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:16]
+        return f"array {value.shape} {value.dtype} sha256 {digest}"
+    if is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+def settings_description(spec: ModelSpec) -> dict:
+    """The model settings a resumed chain must share, one JSON value per setting."""
+    out = {f.name: _plain(getattr(spec, f.name)) for f in fields(spec) if f.name != "likelihood"}
     lik = spec.likelihood
-    h.update(repr((replace(spec, likelihood=None), type(lik).__name__, sorted(vars(lik).items()))).encode())
-    h.update(repr((n_iter, burn_in)).encode())
-    return h.hexdigest()
+    out["likelihood"] = type(lik).__name__
+    for key, value in sorted(vars(lik).items()):
+        out[f"likelihood.{key}"] = _plain(value)
+    return out
 
 
-def remove_stale_temporaries(path: Path) -> list[Path]:
-    """Delete the temporary files a killed writer of checkpoint `path` left behind.
+def _check_belongs(path: Path, saved: dict, data: Data, spec: ModelSpec, n_iter: int, burn_in: int) -> None:
+    """Refuse a checkpoint made for other data or settings, naming what differs."""
+    advice = "remove it or fit without resume=True"
+    mine = data_description(data)
+    if saved["data"] != mine:
+        if saved["data"]["shape"] != mine["shape"]:
+            what = f"data of shape {tuple(saved['data']['shape'])}, not {tuple(mine['shape'])}"
+        else:
+            what = "data of the same shape but different values or missing entries"
+        raise CheckpointMismatch(f"checkpoint {path} was written for different data ({what}); {advice}")
+    # Through JSON so that tuples and lists compare equal, as they are stored.
+    now = json.loads(json.dumps(settings_description(spec)))
+    was = saved["settings"]
+    differ = [
+        f"{key}: {was.get(key, '(absent)')!r} in the checkpoint, {now.get(key, '(absent)')!r} now"
+        for key in sorted(set(now) | set(was))
+        if was.get(key) != now.get(key)
+    ]
+    if differ:
+        raise CheckpointMismatch(
+            f"checkpoint {path} was written with different settings ({'; '.join(differ)}); {advice}"
+        )
+    done, saved_burn = saved["sweep"], saved["burn_in"]
+    if done > n_iter:
+        raise CheckpointMismatch(
+            f"checkpoint {path} has already run {done} sweeps, more than n_iter={n_iter}; "
+            f"fit with n_iter >= {done} to continue it, or {advice}"
+        )
+    # Extending is fine as long as the samples kept so far are those this burn-in keeps.
+    if burn_in != saved_burn and min(burn_in, saved_burn) < done:
+        raise CheckpointMismatch(
+            f"checkpoint {path} keeps the samples after burn_in={saved_burn}, but this fit asks "
+            f"for burn_in={burn_in} (the default is n_iter // 2); pass burn_in={saved_burn} to "
+            f"continue the chain, or {advice}"
+        )
 
-    A process killed while writing leaves ``<name>.<random>.tmp`` beside an intact checkpoint.
-    Only names with exactly one random part between ``<name>.`` and ``.tmp`` are this
-    checkpoint's: the checkpoints of other chains (``<name>.chain<c>``) have longer names, and
-    their writers may be running.
-    """
-    pattern = re.compile(re.escape(path.name) + r"\.[^.]+\.tmp")
-    if not path.parent.is_dir():
-        return []
-    stale = [p for p in path.parent.iterdir() if pattern.fullmatch(p.name)]
-    for p in stale:
-        p.unlink(missing_ok=True)
-    return stale
+
+# ------------------------------------------------------------------------------------------
+# Reading and writing
 
 
-def _write_atomic(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def _state_tree(state: ChainState, data: Data) -> dict:
+    tree = {f.name: getattr(state, f.name) for f in fields(state)}
+    # The observed entries of the completed data are the data's own: only the imputations go.
+    tree["Y"] = None if state.Y is None else np.ascontiguousarray(state.Y[data.missing])
+    return tree
+
+
+def _state_from_tree(tree: dict, data: Data) -> ChainState:
+    values = dict(tree)
+    if values["Y"] is not None:
+        Y = np.where(data.observed, data.Y, 0.0)
+        Y[data.missing] = values["Y"]
+        values["Y"] = Y
+    return ChainState(**values)
+
+
+def _write(path: Path, done: int, burn_in: int, data: Data, spec: ModelSpec, state, record, rng) -> None:
+    write_tree(
+        path,
+        {
+            "sweep": done,
+            "burn_in": burn_in,
+            "data": data_description(data),
+            "settings": settings_description(spec),
+            "rng_state": rng.bit_generator.state,
+            "state": _state_tree(state, data),
+            "record": record.to_tree(),
+        },
+    )
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:
-    with open(path, "rb") as f:
-        payload = pickle.load(f)
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise ValueError(f"{path} is not a checkpoint this version of ibp-rflvm can read")
-    return payload
+    """Read checkpoint `path`: a dict with ``sweep`` (sweeps done), ``burn_in``, ``data`` and
+    ``settings`` (what it belongs to), ``rng_state``, ``state`` and ``record`` (as stored: the
+    state's ``Y`` holds the imputed entries only).
+
+    Raises :class:`~ibp_rflvm.checkpoint.CheckpointError` naming the file when it is not a
+    whole checkpoint of this format.
+    """
+    tree = read_tree(path)
+    try:
+        sweep_done = tree["sweep"]
+        if not isinstance(sweep_done, int) or sweep_done < 0:
+            raise TypeError(f"sweep is {sweep_done!r}")
+        for key in ("burn_in", "data", "settings", "rng_state", "state", "record"):
+            tree[key]  # noqa: B018 - presence check
+        tree["record"] = ChainRecord.from_tree(tree["record"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(
+            f"{os.fspath(path)} is not a usable ibp-rflvm checkpoint: incomplete ({err!r})"
+        ) from None
+    return tree
+
+
+def _resume(path: Path, rng, data: Data, spec: ModelSpec, n_iter: int, burn_in: int):
+    saved = load_checkpoint(path)
+    _check_belongs(path, saved, data, spec, n_iter, burn_in)
+    try:
+        state = _state_from_tree(saved["state"], data)
+    except (KeyError, TypeError, ValueError, IndexError) as err:
+        raise CheckpointError(f"{path} is not a usable ibp-rflvm checkpoint: bad state ({err!r})") from None
+    try:
+        rng.bit_generator.state = saved["rng_state"]
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointMismatch(
+            f"checkpoint {path} holds the state of another kind of random generator than this "
+            f"fit's {type(rng.bit_generator).__name__} ({err})"
+        ) from None
+    return state, saved["record"], saved["sweep"]
 
 
 def run_chain(
@@ -135,21 +276,17 @@ def run_chain(
     """Run (or continue) one chain of `n_iter` sweeps, keeping every sample after `burn_in`.
 
     With `resume` and an existing checkpoint, the generator and the chain continue exactly where
-    the checkpoint left them, so the result equals the uninterrupted chain bit for bit.
+    the checkpoint left them, so the result equals the uninterrupted chain bit for bit. The
+    checkpoint must belong to the same data and model settings; `n_iter` may be larger than
+    the checkpoint's (extending a finished chain), and the result then equals a chain of
+    `n_iter` sweeps run from the start with the same `burn_in`. `burn_in` must be the
+    checkpoint's unless no sample has been kept yet under either value.
     """
-    digest = fingerprint(data, spec, n_iter, burn_in)
     path = Path(checkpoint_path) if checkpoint_path is not None else None
     start = 0
     if resume and path is not None and path.exists():
         remove_stale_temporaries(path)
-        payload = load_checkpoint(path)
-        if payload["fingerprint"] != digest:
-            raise CheckpointMismatch(
-                f"checkpoint {path} was written for different data or settings; "
-                "remove it or fit without resume=True"
-            )
-        state, record, start = payload["state"], payload["record"], payload["sweep"]
-        rng.bit_generator.state = payload["rng_state"]
+        state, record, start = _resume(path, rng, data, spec, n_iter, burn_in)
     else:
         state = init_state(rng, data, spec)
         record = ChainRecord()
@@ -170,15 +307,5 @@ def run_chain(
             progress.set_postfix(k_plus=info["k_plus"], k_eff=k_eff, refresh=False)
             progress.update(1)
         if path is not None and (done % checkpoint_every == 0 or done == n_iter):
-            _write_atomic(
-                path,
-                {
-                    "version": CHECKPOINT_VERSION,
-                    "fingerprint": digest,
-                    "sweep": done,
-                    "state": state,
-                    "record": record,
-                    "rng_state": rng.bit_generator.state,
-                },
-            )
+            _write(path, done, burn_in, data, spec, state, record, rng)
     return ChainResult(state=state, record=record)

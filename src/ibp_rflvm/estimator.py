@@ -75,7 +75,13 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         """Run the chain(s) on `Y` (``N x J``, NaN = unobserved). `y` is ignored.
 
         With ``resume=True`` and a `checkpoint_path` whose checkpoint exists, every chain continues
-        from its checkpoint; the result equals the uninterrupted run bit for bit.
+        from its checkpoint; the result equals the uninterrupted run bit for bit. A larger
+        `n_iter` than the checkpoint's extends a finished chain (the result equals a run that
+        long from the start) as long as the burn-in stays the same: give the checkpoint's
+        `burn_in` explicitly, since the default ``n_iter // 2`` moves with `n_iter`. A
+        checkpoint for other data or settings, or a damaged file, raises
+        :class:`~ibp_rflvm.checkpoint.CheckpointError` (a ``ValueError``) naming the file and
+        what is wrong.
         """
         # The chain's matrices are small (L = 2M features) and its hot loops are compiled and
         # single-threaded: multi-threaded BLAS only oversubscribes the cores (5x slower on 2
@@ -139,8 +145,6 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         self.n_mixture_components_ = self.traces_["n_components"][0]
         self.latent_samples_ = [_ordered_latent(smp["H"]) for smp in first.record.samples]
         self.latent_ = _ordered_latent(first.state.H)
-        total = sum(res.record.reconstruction_sum for res in results)
-        self.reconstruction_ = total / len(self._samples)
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
         return self
@@ -169,6 +173,20 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         message = disagreement(kept)
         if message is not None:
             warnings.warn(message, ChainsDisagreeWarning, stacklevel=3)
+
+    @property
+    def reconstruction_(self) -> np.ndarray:
+        """Posterior-mean reconstruction of the training matrix: the likelihood's mean averaged
+        over every chain's kept samples. Computed on first use (a count model's mean costs a
+        softmax or exponential over all ``N x J`` entries per sample), then cached per fit."""
+        self._check_fitted()
+        cache = getattr(self, "_reconstruction_cache", None)
+        if cache is None or cache[0] is not self._chains:
+            with threadpool_limits(limits=1, user_api="blas"):
+                total = sum(res.record.reconstruction_sum(self.spec_) for res in self._chains)
+            cache = (self._chains, total / len(self._samples))
+            self._reconstruction_cache = cache
+        return cache[1]
 
     # ----------------------------------------------------------------------------------------
 
@@ -467,9 +485,10 @@ class IBPRFLVM(_RFLVMBase):
         Generator spawned from `random_state`; predictions pool the kept samples of all chains,
         and ``traces_`` holds every chain's traces (the ``*_`` trace attributes are chain 0's).
     n_jobs : worker processes for the chains (default: one per chain, at most the CPU count).
-    checkpoint_path : file where the full chain state (generator included) is saved atomically
-        every `checkpoint_every` sweeps; ``fit(Y, resume=True)`` continues from it. With several
-        chains, chain ``c`` uses ``<checkpoint_path>.chain<c>``.
+    checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
+        atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
+        a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a
+        larger `n_iter`. With several chains, chain ``c`` uses ``<checkpoint_path>.chain<c>``.
     verbose : show a progress bar (sweeps per second and current K+).
     sampler : ``"default"`` (joint ``(z, x)`` flips and singleton birth/death after every IBP
         step, and a start scaled so that ``H W^T`` has variance about 2; docs/sampler.md) or
