@@ -282,7 +282,7 @@ def write_latent_table(
             r"\begin{table}",
             r"\centering",
             rf"\caption{{{_latex_escape(f'{title}. {notes[0]}')}}}",
-            rf"\label{{table:{table}-{source}}}",
+            rf"\label{{table:{table}-{TABLES[source].kind}}}",
             rf"\begin{{tabular}}{{l|{'l' * len(ds)}}}",
             " & ".join(_latex_escape(h) if i else "" for i, h in enumerate(header)) + r" \\ \hline",
         ]
