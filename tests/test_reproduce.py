@@ -109,6 +109,8 @@ def test_tables_markdown_csv_latex_with_bold_best_and_paper_figures(e2e):
     for ext in ("md", "csv", "tex"):
         assert (tables / f"table1.{ext}").stat().st_size > 0
     assert not (tables / "table2.md").exists()  # no count data set was selected
+    # `all` also writes Table 3 (kNN accuracy of the latent spaces) for the labelled cancer.
+    assert "| PCA (D of IBP-RFLVM) |" in (tables / "table3.md").read_text()
     with open(tables / "table1.csv") as f:
         rows = list(csv.DictReader(f))
     # Best per column: the highest mean LPD of each (metric, data set, source) is flagged.

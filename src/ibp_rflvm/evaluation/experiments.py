@@ -136,7 +136,38 @@ FIGURES: dict[str, FigureDef] = {
     "fig2": FigureDef("congress", TABLES["table2"].methods, "table2"),
 }
 
-TARGETS = ("table1", "table2", "fig1", "fig2", "all")
+
+@dataclass(frozen=True)
+class LatentBlock:
+    """One block of a latent-space table: the data sets (with labels) of `source`, whose methods
+    and cells it reads, and the IBP methods whose K+ sets the D of a PCA reference row each."""
+
+    source: str
+    datasets: tuple[str, ...]
+    pca_from: tuple[str, ...]
+
+
+#: Table 3 (issue 18): k-nearest-neighbour accuracy of the latent spaces. No cells of its own:
+#: it reads the latent matrices of the Table 1 and 2 cells of the labelled data sets.
+LATENT_TABLES: dict[str, tuple[LatentBlock, ...]] = {
+    "table3": (
+        LatentBlock("table1", ("cancer", "mice", "olivetti"), ("ibp-rflvm",)),
+        LatentBlock(
+            "table2",
+            ("congress", "spam", "newsgroups"),
+            ("nb-ibp-rflvm", "poisson-ibp-rflvm", "multinomial-ibp-rflvm"),
+        ),
+    ),
+}
+
+TARGETS = ("table1", "table2", "table3", "fig1", "fig2", "all")
+
+
+def table_layout(table: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``[(dataset, methods), ...]`` of a table: the cells it reads, data set by data set."""
+    if table in LATENT_TABLES:
+        return [(d, TABLES[b.source].methods) for b in LATENT_TABLES[table] for d in b.datasets]
+    return [(d, TABLES[table].methods) for d in TABLES[table].datasets]
 
 
 def method_key(name: str) -> str:

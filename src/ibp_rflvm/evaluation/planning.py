@@ -10,7 +10,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .cells import dataset_arrays
-from .experiments import FIGURES, METHODS, TABLES, TARGETS, Cell, ReproduceError, RunConfig, method_key
+from .experiments import (
+    FIGURES,
+    LATENT_TABLES,
+    METHODS,
+    TABLES,
+    TARGETS,
+    Cell,
+    ReproduceError,
+    RunConfig,
+    method_key,
+    table_layout,
+)
 
 
 @dataclass
@@ -73,7 +84,7 @@ def make_plan(
     datasets: str | Sequence[str] | None = None,
     methods: str | Sequence[str] | None = None,
 ) -> Plan:
-    """The cells of `target` (``table1``, ``table2``, ``fig1``, ``fig2`` or ``all``), after the
+    """The cells of `target` (``table1``-``table3``, ``fig1``, ``fig2`` or ``all``), after the
     data set / method filters, with unavailable data sets and methods dropped and noted."""
     if target not in TARGETS:
         raise ReproduceError(f"unknown target {target!r}; choose from {', '.join(TARGETS)}")
@@ -81,10 +92,11 @@ def make_plan(
         raise ReproduceError(f"trials must be a positive integer; got {trials!r}")
     ds_filter = _parse_names(datasets, _dataset_name)
     m_filter = _parse_names(methods, method_key)
-    tables = [t for t in ("table1", "table2") if target in (t, "all")]
+    tables = [t for t in (*TABLES, *LATENT_TABLES) if target in (t, "all")]
     figures = [f for f in ("fig1", "fig2") if target in (f, "all")]
-    involved_ds = {d for t in tables for d in TABLES[t].datasets} | {FIGURES[f].dataset for f in figures}
-    involved_m = {m for t in tables for m in TABLES[t].methods}
+    layouts = {t: table_layout(t) for t in tables}
+    involved_ds = {d for t in tables for d, _ in layouts[t]} | {FIGURES[f].dataset for f in figures}
+    involved_m = {m for t in tables for _, ms in layouts[t] for m in ms}
     involved_m |= {m for f in figures for m in FIGURES[f].methods}
     for name in ds_filter or ():
         if name not in involved_ds:
@@ -117,11 +129,13 @@ def make_plan(
     plan_ds: dict[str, list[str]] = {}
     plan_m: dict[str, list[str]] = {}
     for t in tables:
-        tdef = TABLES[t]
-        dsel = [d for d in tdef.datasets if ds_filter is None or d in ds_filter]
-        msel = [m for m in tdef.methods if m_filter is None or m in m_filter]
-        plan_ds[t], plan_m[t] = dsel, msel
-        for d in dsel:
+        plan_ds[t], plan_m[t] = [], []
+        for d, ms in layouts[t]:
+            if ds_filter is not None and d not in ds_filter:
+                continue
+            plan_ds[t].append(d)
+            msel = [m for m in ms if m_filter is None or m in m_filter]
+            plan_m[t] += [m for m in msel if m not in plan_m[t]]
             for m in msel:
                 if ds_usable(d) and m_usable(m):
                     wanted.update(Cell(d, m, k) for k in range(trials))

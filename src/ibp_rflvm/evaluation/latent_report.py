@@ -1,0 +1,328 @@
+"""Table 3: is the latent space useful? k-nearest-neighbour accuracy of every method's latent space.
+
+The RFLVM literature (Gundersen et al., 2021) judges a latent space by how well a k-nearest-
+neighbour classifier predicts the data set's labels from it under 5-fold cross-validation; their
+code uses one neighbour. Table 3 does the same from the harness's stored cells, refitting nothing:
+
+* the latent matrix is the cell's ``<cell>.latent.npy``: the estimator's ``latent_``, which is the
+  final MCMC sample for the RFLVMs and IBP-LFM (a posterior mean of ``X`` is not defined across
+  samples that differ by rotations and by which features are active) and the posterior mean for
+  GPLVM (of ``q(X)``), PFA and LDA (of the factor scores / topic proportions);
+* its rows are the data set's rows after the cell's ``max_rows`` subset (the hold-out mask hides
+  entries, not rows), so the labels are ``dataset_arrays(...)[1]`` with the cell's settings;
+* accuracy is the fraction of rows whose label is predicted correctly by a ``KNN_NEIGHBOURS``-
+  nearest-neighbour classifier (Euclidean, unscaled) fitted on the other folds of a stratified
+  ``KNN_FOLDS``-fold split; the split's seed is fixed per data set (:func:`knn_seed`), so every
+  method and trial of a data set is scored on the same folds;
+* constant columns (an IBP dimension no row uses) do not change any distance and are dropped; a
+  latent space with no other column (``K+ = 0``) predicts each test fold's majority training
+  label, the best a classifier without features can do;
+* a PCA reference row per IBP model of the block, with ``D = max(1, K+)`` of that IBP model's cell
+  in the same trial (the D its finite counterparts got): principal component scores of the cell's
+  training matrix (held-out and missing entries filled with their column's observed mean; counts
+  as ``log1p``).
+
+Entries are mean (standard error) over the finished trials, the best model entry of each column
+in bold (the PCA rows are references and never bold).
+"""
+
+from __future__ import annotations
+
+import csv
+import warnings
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cells import dataset_arrays, split_for
+from .experiments import LATENT_TABLES, METHODS, TABLES, RunConfig, _dataset_kind
+from .report import DATASET_TITLES, Entry, _latex_escape, _mark_best, _summarise
+from .store import load_latent
+
+__all__ = ["KNN_FOLDS", "KNN_NEIGHBOURS", "knn_accuracy", "knn_seed", "pca_scores", "write_latent_table"]
+
+#: Neighbours of the classifier: one, as in the RFLVM authors' evaluation code.
+KNN_NEIGHBOURS = 1
+#: Folds of the stratified cross-validation.
+KNN_FOLDS = 5
+
+TITLES = {
+    "table3": "Table 3: k-nearest-neighbour accuracy of the latent spaces (is the latent space useful?)"
+}
+BLOCK_TITLES = {
+    "table1": "Gaussian models on real-valued data",
+    "table2": "Count models",
+}
+
+
+def knn_seed(dataset: str, base_seed: int = 0) -> int:
+    """Seed of the cross-validation split of `dataset`: the same for every method and trial."""
+    ss = np.random.SeedSequence([int(base_seed), zlib.crc32(b"knn"), zlib.crc32(dataset.encode("utf-8"))])
+    return int(ss.generate_state(1, dtype=np.uint32)[0])
+
+
+def knn_accuracy(
+    latent: np.ndarray,
+    labels: np.ndarray,
+    n_neighbors: int = KNN_NEIGHBOURS,
+    n_folds: int = KNN_FOLDS,
+    random_state: int = 0,
+) -> float:
+    """Stratified `n_folds`-fold cross-validated accuracy of `n_neighbors`-NN on `latent`'s rows.
+
+    Returns the fraction of rows whose label the classifier fitted on the other folds predicts
+    correctly. Constant columns are dropped (they leave distances unchanged); with none left,
+    each fold is predicted as its training folds' most frequent label.
+    """
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X = np.asarray(latent, dtype=np.float64)
+    y = np.asarray(labels)
+    if X.ndim != 2:
+        raise ValueError(f"latent must be a 2-D (rows x dimensions) array; got shape {X.shape}")
+    if y.shape != (X.shape[0],):
+        raise ValueError(
+            f"labels must be 1-D with one label per latent row ({X.shape[0]}); got shape {y.shape}"
+        )
+    if not np.isfinite(X).all():
+        raise ValueError("latent has non-finite entries (NaN or inf)")
+    if n_folds < 2 or X.shape[0] < n_folds:
+        raise ValueError(f"need 2 <= n_folds <= rows; got n_folds={n_folds} for {X.shape[0]} rows")
+    if n_neighbors < 1:
+        raise ValueError(f"n_neighbors must be at least 1; got {n_neighbors}")
+    X = X[:, np.any(X != X[:1], axis=0)]
+    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state)
+    correct = 0
+    with warnings.catch_warnings():
+        # A class with fewer rows than folds (congress's two independents) is spread over as many
+        # folds as it has rows; scikit-learn warns about it, which is expected here.
+        warnings.filterwarnings("ignore", message="The least populated class", category=UserWarning)
+        splits = list(folds.split(np.zeros((len(y), 1)), y))
+    for train, test in splits:
+        if X.shape[1] == 0:
+            values, counts = np.unique(y[train], return_counts=True)
+            pred = np.full(test.size, values[np.argmax(counts)])
+        else:
+            k = min(int(n_neighbors), train.size)
+            pred = KNeighborsClassifier(n_neighbors=k).fit(X[train], y[train]).predict(X[test])
+        correct += int(np.count_nonzero(pred == y[test]))
+    return correct / len(y)
+
+
+def pca_scores(Y_train: np.ndarray, n_components: int, counts: bool) -> np.ndarray:
+    """Principal component scores (rows x `n_components`) of a training matrix with NaN gaps.
+
+    Counts are taken as ``log1p``; a NaN (held-out or missing) entry becomes its column's mean
+    over the observed entries (0 for a column with none) before centring.
+    """
+    X = np.asarray(Y_train, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"Y_train must be a 2-D matrix; got shape {X.shape}")
+    if n_components < 0:
+        raise ValueError(f"n_components must be non-negative; got {n_components}")
+    if counts:
+        X = np.log1p(X)
+    seen = ~np.isnan(X)
+    n_seen = seen.sum(axis=0)
+    means = np.where(seen, X, 0.0).sum(axis=0) / np.maximum(n_seen, 1)
+    X = np.where(seen, X, means) - means
+    U, S, _ = np.linalg.svd(X, full_matrices=False)
+    d = min(int(n_components), S.size)
+    return U[:, :d] * S[:d]
+
+
+class _Scorer:
+    """Accuracies of the cells of one output folder, with the data each needs loaded once."""
+
+    def __init__(self, out: Path, cfg: RunConfig) -> None:
+        self.out, self.cfg = out, cfg
+        self._pca: dict[tuple, np.ndarray] = {}
+        self.problems: list[str] = []
+
+    def _data(self, rec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        s = rec["settings"]
+        Y, labels, _ = dataset_arrays(
+            rec["dataset"], bool(s.get("sqrt", False)), self.cfg.data_home, s["max_rows"]
+        )
+        return Y, labels
+
+    def method(self, rec: dict[str, Any]) -> float | None:
+        try:
+            latent = load_latent(self.out, rec)
+            _, labels = self._data(rec)
+            return knn_accuracy(
+                latent, labels, random_state=knn_seed(rec["dataset"], rec["settings"]["base_seed"])
+            )
+        except (OSError, ValueError) as exc:
+            self.problems.append(f"{rec['cell']}: not scored ({exc})")
+            return None
+
+    def pca(self, ibp: dict[str, Any]) -> float | None:
+        """PCA at the D the finite models of `ibp`'s trial got, on `ibp`'s training matrix."""
+        d, s = ibp["dataset"], ibp["settings"]
+        dims = max(1, int(ibp["k_plus_final"]))
+        try:
+            Y, labels = self._data(ibp)
+            key = (d, ibp["trial"], s["base_seed"], s["max_rows"], s.get("sqrt"))
+            if key not in self._pca:
+                Y_train, _, _, digest = split_for(Y, d, ibp["trial"], s["base_seed"])
+                if digest != ibp["mask_digest"]:
+                    raise ValueError("its hold-out mask differs from the one the cell recorded")
+                self._pca[key] = pca_scores(Y_train, min(Y.shape), _dataset_kind(d) == "counts")
+            return knn_accuracy(self._pca[key][:, :dims], labels, random_state=knn_seed(d, s["base_seed"]))
+        except (OSError, ValueError) as exc:
+            self.problems.append(f"PCA of {ibp['cell']}: not scored ({exc})")
+            return None
+
+
+def _pca_key(ibp: str) -> str:
+    return f"pca({ibp})"
+
+
+def _row_name(key: str) -> str:
+    if key.startswith("pca("):
+        return f"PCA (D of {METHODS[key[4:-1]].name})"
+    return METHODS[key].name
+
+
+def latent_entries(
+    out: str | Path,
+    table: str,
+    records: Sequence[dict[str, Any]],
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    trials: int,
+    cfg: RunConfig,
+) -> tuple[list[tuple[str, list[str], list[str], dict[str, dict[str, Entry]]]], list[str]]:
+    """Per block ``(source, datasets, row keys, entries[dataset][row])``, and problems met."""
+    scorer = _Scorer(Path(out), cfg)
+    blocks = []
+    for block in LATENT_TABLES[table]:
+        ds = [d for d in block.datasets if d in datasets]
+        ms = [m for m in TABLES[block.source].methods if m in methods]
+        pcas = [p for p in block.pca_from if p in methods]
+        if not ds or not (ms or pcas):
+            continue
+        rows = ms + [_pca_key(p) for p in pcas]
+        entries: dict[str, dict[str, Entry]] = {}
+        for d in ds:
+            mine = sorted(
+                (r for r in records if r["dataset"] == d and r["trial"] < trials),
+                key=lambda r: (r["method"], r["trial"]),
+            )
+            col = {m: _summarise([scorer.method(r) for r in mine if r["method"] == m]) for m in ms}
+            _mark_best(col, higher=True)
+            for p in pcas:
+                col[_pca_key(p)] = _summarise([scorer.pca(r) for r in mine if r["method"] == p])
+            entries[d] = col
+        blocks.append((block.source, ds, rows, entries))
+    return blocks, scorer.problems
+
+
+def _notes(trials: int, datasets: Sequence[str], cfg: RunConfig) -> list[str]:
+    notes = [
+        f"Mean (standard error) over the finished trials of {trials} requested of the "
+        f"{KNN_NEIGHBOURS}-nearest-neighbour accuracy: the fraction of rows whose label is predicted "
+        f"correctly from the other folds of a stratified {KNN_FOLDS}-fold split (Euclidean distance on "
+        f"the unscaled latent; one fixed split per data set, the same for every method and trial). '-' "
+        f"marks no finished trial, a dagger fewer trials than requested. Best model per column in "
+        f"bold; PCA rows are references.",
+        "Latent used: the stored latent matrix of each cell, the final MCMC sample for the RFLVMs and "
+        "IBP-LFM, the posterior mean for GPLVM, PFA and LDA. Constant (unused) columns are dropped; a "
+        "latent space with no column left predicts the majority label of the training folds.",
+        "PCA (D of X): principal component scores of the same training matrix as X's cell in the same "
+        "trial (held-out and missing entries filled with their column's observed mean; counts as log1p), "
+        "with D = max(1, final K+ of X), the D of X's finite counterparts.",
+    ]
+    chance = []
+    for d in datasets:
+        try:
+            labels = dataset_arrays(d, cfg.sqrt, cfg.data_home, cfg.max_rows)[1]
+        except (OSError, ValueError):
+            continue
+        counts = np.unique(labels, return_counts=True)[1]
+        chance.append(f"{DATASET_TITLES[d]} {counts.max() / counts.sum():.3f} ({counts.size} classes)")
+    if chance:
+        notes.append(
+            "Majority-label rate (accuracy of a classifier without features): " + "; ".join(chance) + "."
+        )
+    if cfg.max_rows is not None:
+        notes.append(f"SUBSET: at most {cfg.max_rows} evenly spaced rows of each data set (a smoke test).")
+    return notes
+
+
+def write_latent_table(
+    out: str | Path,
+    table: str,
+    records: Sequence[dict[str, Any]],
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    trials: int,
+    cfg: RunConfig,
+    plan_notes: Sequence[str] = (),
+) -> list[Path]:
+    """Write ``OUT/tables/<table>.md``, ``.csv`` and ``.tex``; return their paths."""
+    folder = Path(out) / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    blocks, problems = latent_entries(out, table, records, datasets, methods, trials, cfg)
+    shown = [d for _, ds, _, _ in blocks for d in ds]
+    notes = _notes(trials, shown, cfg) + list(plan_notes) + problems
+    md = [f"# {TITLES[table]}", ""]
+    tex = [f"% {TITLES[table]}; generated by ibp-rflvm reproduce", ""]
+    rows_csv: list[dict[str, Any]] = []
+    for source, ds, rows, entries in blocks:
+        title = f"{BLOCK_TITLES[source]} (k = {KNN_NEIGHBOURS}, {KNN_FOLDS}-fold stratified CV)"
+        header = ["method"] + [DATASET_TITLES[d] for d in ds]
+        md += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        tex += [
+            r"\begin{table}",
+            r"\centering",
+            rf"\caption{{{_latex_escape(f'{title}. {notes[0]}')}}}",
+            rf"\label{{table:{table}-{TABLES[source].kind}}}",
+            rf"\begin{{tabular}}{{l|{'l' * len(ds)}}}",
+            " & ".join(_latex_escape(h) if i else "" for i, h in enumerate(header)) + r" \\ \hline",
+        ]
+        for key in rows:
+            name = _row_name(key)
+            cells_md, cells_tex = [name], [_latex_escape(name)]
+            for d in ds:
+                e = entries[d][key]
+                text = e.text("fixed3")
+                short = 0 < e.n < trials
+                cells_md.append((f"**{text}**" if e.best else text) + ("†" if short else ""))
+                cells_tex.append(
+                    (rf"\textbf{{{text}}}" if e.best else text) + (r"$^\dagger$" if short else "")
+                )
+                rows_csv.append(
+                    {
+                        "table": table,
+                        "block": source,
+                        "dataset": d,
+                        "method": key,
+                        "method_name": name,
+                        "n_neighbors": KNN_NEIGHBOURS,
+                        "n_folds": KNN_FOLDS,
+                        "n_trials": e.n,
+                        "mean": "" if e.n == 0 else repr(e.mean),
+                        "se": "" if e.n < 2 else repr(e.se),
+                        "best": e.best,
+                    }
+                )
+            md.append("| " + " | ".join(cells_md) + " |")
+            tex.append(" & ".join(cells_tex) + r" \\")
+        md.append("")
+        tex += [r"\end{tabular}", r"\end{table}", ""]
+    md += ["Notes:", ""] + [f"* {n}" for n in notes] + [""]
+    tex += ["% Notes:"] + [f"% {n}" for n in notes] + [""]
+    paths = [folder / f"{table}.md", folder / f"{table}.csv", folder / f"{table}.tex"]
+    paths[0].write_text("\n".join(md), encoding="utf-8")
+    with open(paths[1], "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows_csv[0]) if rows_csv else ["table"])
+        w.writeheader()
+        w.writerows(rows_csv)
+    paths[2].write_text("\n".join(tex), encoding="utf-8")
+    return paths
