@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -25,9 +26,22 @@ from ibp_rflvm.datasets import load
 THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
 
 
-def _chain(Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0)):
+class _Estimator(IBPRFLVM):
+    """IBPRFLVM with the frequency update chosen by `--frequency-update` (a ModelSpec option)."""
+
+    frequency_update = "mh"
+
+    def _spec(self):
+        return replace(super()._spec(), frequency_update=self.frequency_update)
+
+
+def _chain(
+    Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
+    frequency_update="mh",
+):
     t0 = time.perf_counter()
-    est = IBPRFLVM(
+    _Estimator.frequency_update = frequency_update
+    est = _Estimator(
         likelihood=likelihood, n_iter=n_iter, init_dims=init_dims, random_state=seed, sampler=sampler,
         alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1],
     ).fit(Y_train)
@@ -70,6 +84,7 @@ def main(argv=None) -> dict:
     p.add_argument("--alpha-prior", type=float, nargs=2, default=None)
     p.add_argument("--mask-seed", type=int, default=0)
     p.add_argument("--replicas", type=int, default=1, help="levels of replica exchange (Gaussian only)")
+    p.add_argument("--frequency-update", default="mh", choices=["mh", "ess"])
     p.add_argument("--replica-top", type=float, default=5.0, help="the hottest level's multiple of b0")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)
@@ -85,7 +100,7 @@ def main(argv=None) -> dict:
     chains = Parallel(n_jobs=args.n_jobs)(
         delayed(_chain)(
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
-            (args.replicas, args.replica_top),
+            (args.replicas, args.replica_top), args.frequency_update,
         )
         for s, seed in jobs
     )
@@ -100,6 +115,7 @@ def main(argv=None) -> dict:
         "sampler": args.sampler,
         "alpha_prior": alpha_prior,
         "replicas": [args.replicas, args.replica_top],
+        "frequency_update": args.frequency_update,
         "n_iter": args.n_iter,
         "wall_seconds": wall,
         "rhat_k_plus": rhat(k),

@@ -88,6 +88,23 @@ def test_frequency_rank_four_updates_match_direct():
     assert carried == pytest.approx(cache.loglik, rel=1e-12, abs=1e-8)
 
 
+def test_frequency_ess_updates_match_direct():
+    rng, X, Z, W, Y = _problem(seed=2)
+    H = X * Z
+    Phi = feature_map(H, W)
+    cache = g.build_cache(Phi, Y, PRIOR)
+    zeta = rng.integers(0, 2, W.shape[0])
+    mu, Sigma = dp_mixture.sample_components(rng, W, zeta, 1.0)
+    W0 = W.copy()
+    n_evals, carried = g.ess_frequencies(rng, H, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
+    # ESS always moves: every frequency changes, after at least one evaluation each.
+    assert np.all(np.any(W != W0, axis=1))
+    assert n_evals >= W.shape[0]
+    np.testing.assert_allclose(Phi, feature_map(H, W), atol=1e-12)
+    _assert_cache_matches(cache, Phi, Y)
+    assert carried == pytest.approx(cache.loglik, rel=1e-12, abs=1e-8)
+
+
 def test_frequency_updates_stay_accurate_at_large_n():
     """Carrying S^-1 across accepted proposals amplifies round-off by ~||A_II^-1|| per step (a
     rank-4 Woodbury version was off by 73 nats at N = 10,000); the decisions must use an

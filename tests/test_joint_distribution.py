@@ -69,13 +69,14 @@ def _expected(spec):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("ibp_on", "whole_move"),
-    [(True, None), (False, None), (True, "informed")],
-    ids=["ibp-rflvm", "dense-rflvm", "ibp-rflvm-whole-dimension-moves"],
+    ("ibp_on", "whole_move", "frequency_update"),
+    [(True, None, "mh"), (False, None, "mh"), (True, "informed", "mh"), (True, None, "ess")],
+    ids=["ibp-rflvm", "dense-rflvm", "ibp-rflvm-whole-dimension-moves", "ibp-rflvm-frequency-ess"],
 )
-def test_gaussian_sweep_gets_it_right(ibp_on, whole_move):
+def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update):
     spec = model.ModelSpec(
-        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), whole_move=whole_move
+        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), whole_move=whole_move,
+        frequency_update=frequency_update,
     )
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them

@@ -31,8 +31,10 @@ class ModelSpec:
     `moves` adds the dimension moves of SPEC 2.2 to every IBP sweep (joint ``(z, x)`` flips and
     singleton birth/death, with new ``x`` proposed from ``N(0, flip_scale^2)``); `scaled_start`
     scales the PCA start so that ``H W^T`` has variance about 2 whatever the number of
-    dimensions. Both are the library's default; the paper's sweep and start are
-    ``moves=False, scaled_start=False``.
+    dimensions. `frequency_update` is ``"ess"`` (elliptical slice sampling of each frequency
+    under its mixture component) or ``"mh"`` (the paper's prior-proposal Metropolis-Hastings).
+    The library's default is all of these; the paper's sweep and start are
+    ``moves=False, scaled_start=False, frequency_update="mh"``.
     """
 
     n_frequencies: int = 50
@@ -49,6 +51,7 @@ class ModelSpec:
     flip_scale: float = 0.2
     scaled_start: bool = True
     whole_move: str | None = None
+    frequency_update: str = "mh"
 
     @property
     def gaussian_prior(self) -> gaussian.GaussianPrior:
@@ -307,9 +310,8 @@ def sweep(
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
         info["x_evals"] = gaussian.ess_rows(rng, *_kernel_args(w, spec, Phi, cache))
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
-        info["w_accepted"], _ = gaussian.mh_frequencies(
-            rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, Phi, w.Y, cache, lik.prior
-        )
+        update = gaussian.ess_frequencies if spec.frequency_update == "ess" else gaussian.mh_frequencies
+        info["w_accepted"], _ = update(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, Phi, w.Y, cache, lik.prior)
     else:
         if fs is None:
             fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
