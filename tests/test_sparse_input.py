@@ -34,6 +34,18 @@ def test_sparse_and_dense_give_bit_identical_chains(counts, fmt, likelihood):
     assert not np.array_equal(other.log_likelihood_, dense.log_likelihood_)
 
 
+@pytest.mark.parametrize("fmt", ["coo", "lil", "dok", "dia", "bsr"])
+def test_every_sparse_format_and_64_bit_indices_are_read_alike(counts, fmt):
+    S = sp.csr_matrix(counts).asformat(fmt)
+    fast = {**FAST, "n_iter": 2}
+    dense = IBPRFLVM("negbinom", **fast).fit(counts)
+    _same_chain(dense, IBPRFLVM("negbinom", **fast).fit(S))
+    big = sp.csr_matrix(counts)
+    big.indices = big.indices.astype(np.int64)
+    big.indptr = big.indptr.astype(np.int64)
+    _same_chain(dense, IBPRFLVM("negbinom", **fast).fit(big))
+
+
 def test_explicit_mask_equals_nan_marking(counts):
     rng = np.random.default_rng(1)
     mask = rng.random(counts.shape) < 0.15
