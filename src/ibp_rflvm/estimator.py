@@ -145,6 +145,9 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         self.latent_ = _ordered_latent(first.state.H)
         total = sum(res.record.reconstruction_sum for res in results)
         self.reconstruction_ = total / len(self._samples)
+        for res in results:
+            # Each chain's N x J running sum is in its checkpoint; once averaged it is not needed.
+            res.record.reconstruction_sum = None
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
         return self
