@@ -21,7 +21,7 @@ What is written (``key`` is `key_added`, default ``"ibp_rflvm"``):
 
 ``adata.X`` and the layers are only read. The counts are passed on in their own format, a gene
 subset is taken by column indexing (sparse stays sparse), and only the estimator densifies the
-subset it samples (README, "Memory").
+subset it samples (docs/memory.md).
 """
 
 from __future__ import annotations

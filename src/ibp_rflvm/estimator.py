@@ -80,7 +80,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         = unobserved, the orientation of ``np.isnan(Y)``) marks unobserved entries of either;
         with NaN as well, an entry is unobserved when either says so. Sparse and dense input with
         the same entries give the same chain bit for bit: the sampler holds the data densely
-        (README, "Memory").
+        (docs/memory.md).
 
         With ``resume=True`` and a `checkpoint_path` whose checkpoint exists, every chain continues
         from its checkpoint; the result equals the uninterrupted run bit for bit.
