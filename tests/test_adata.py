@@ -56,6 +56,15 @@ def test_copy_and_key_added(adata):
     assert "ibp" not in adata.obsm and "ibp" not in adata.uns and "ibp_dispersion" not in adata.var
 
 
+def test_a_view_is_read_as_its_sparse_counts(adata):
+    # A view's X is a subclass of the scipy matrix defined in anndata, not in scipy.sparse.
+    view = adata[:25]
+    assert view.is_view
+    out = ibp_rflvm(view, copy=True, **FAST)
+    direct = IBPRFLVM("negbinom", **FAST).fit(adata.X[:25])
+    np.testing.assert_array_equal(out.obsm["X_ibp_rflvm"], direct.latent_)
+
+
 def test_a_given_model_is_fitted_in_place(adata):
     model = IBPRFLVM("negbinom", **FAST)
     ibp_rflvm(adata, model=model)

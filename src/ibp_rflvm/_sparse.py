@@ -18,13 +18,15 @@ stored values alone (shape, dtype, infinities) is checked before that one dense 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._validation import _indices, as_data_matrix
 
 
 def is_sparse(Y) -> bool:
-    """True for ``scipy.sparse`` matrices and arrays, of any format."""
-    return hasattr(Y, "tocsr") and type(Y).__module__.startswith("scipy.sparse")
+    """True for ``scipy.sparse`` matrices and arrays of any format, subclasses included (an
+    AnnData view's ``X`` is one)."""
+    return sp.issparse(Y)
 
 
 def check_missing_mask(missing_mask, shape: tuple[int, ...], name: str = "missing_mask") -> np.ndarray:
