@@ -59,6 +59,19 @@ def test_pg_zero_shape_gives_zero_and_is_reproducible():
     np.testing.assert_array_equal(x, pg.draw_pg(np.random.default_rng(3), b, c))
 
 
+def test_pg_series_in_blocks_draws_the_same_values(monkeypatch):
+    # Tiny shapes (zero counts under a small NB dispersion) go through the series in blocks of
+    # entries, so memory stays bounded; the block size must not change a single draw.
+    rng = np.random.default_rng(0)
+    b = rng.uniform(1e-4, 0.009, size=(40, 25))
+    c = rng.normal(size=b.shape)
+    whole = pg.draw_pg(np.random.default_rng(5), b, c)
+    monkeypatch.setattr(pg, "_PG_SERIES_BLOCK", 7)
+    blocked = pg.draw_pg(np.random.default_rng(5), b, c)
+    np.testing.assert_array_equal(blocked, whole)
+    assert not np.array_equal(pg.draw_pg(np.random.default_rng(6), b, c), whole)
+
+
 @pytest.mark.parametrize(
     ("n", "r"),
     # Direct sums (n <= 200 or many tables expected) and skip-ahead (the rest).

@@ -1,8 +1,9 @@
 """scikit-learn style estimators: :class:`IBPRFLVM` (sparse, infinite) and :class:`RFLVM` (dense).
 
 ``__init__`` stores parameters only; ``fit`` runs one MCMC chain; fitted attributes end in
-``_``. ``NaN`` in the data marks unobserved entries: they are imputed by data augmentation
-inside the chain, never treated as zeros.
+``_``. ``NaN`` in the data, or ``True`` in the ``missing_mask`` keyword, marks unobserved
+entries: they are imputed by data augmentation inside the chain, never treated as zeros.
+Data may be dense or ``scipy.sparse``; a sparse matrix's zeros are observed zeros.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from threadpoolctl import threadpool_limits
 
-from ._validation import as_data_matrix, check_int, check_positive, check_random_state, resolve_burn_in
+from ._sparse import data_matrix, heldout_matrix
+from ._validation import check_int, check_positive, check_random_state, resolve_burn_in
 from .chain import run_chain
 from .effective import DEFAULT_THRESHOLD, dimension_importance
 from .effective import effective_dimensions as _count_effective
@@ -72,8 +74,15 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
     def _burn_in(self) -> int:
         return resolve_burn_in(self.n_iter, self.burn_in)[1]
 
-    def fit(self, Y, y=None, resume: bool = False):
+    def fit(self, Y, y=None, resume: bool = False, missing_mask=None):
         """Run the chain(s) on `Y` (``N x J``, NaN = unobserved). `y` is ignored.
+
+        `Y` may be a dense array or a ``scipy.sparse`` matrix (CSR or CSC; other formats are
+        converted), whose zeros are observed zeros. `missing_mask` (boolean, ``N x J``, ``True``
+        = unobserved, the orientation of ``np.isnan(Y)``) marks unobserved entries of either;
+        with NaN as well, an entry is unobserved when either says so. Sparse and dense input with
+        the same entries give the same chain bit for bit: the sampler holds the data densely
+        (docs/memory.md).
 
         With ``resume=True`` and a `checkpoint_path` whose checkpoint exists, every chain continues
         from its checkpoint; the result equals the uninterrupted run bit for bit. A larger
@@ -88,7 +97,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         # single-threaded: multi-threaded BLAS only oversubscribes the cores (5x slower on 2
         # cores), and parallel chains want one thread each anyway.
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._fit(Y, resume)
+            return self._fit(Y, resume, missing_mask)
 
     def _chain_generators(self) -> list[np.random.Generator]:
         n_chains = check_int("n_chains", self.n_chains, 1)
@@ -103,8 +112,8 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         path = str(self.checkpoint_path)
         return path if self.n_chains == 1 else f"{path}.chain{chain}"
 
-    def _fit(self, Y, resume: bool):
-        Yv = as_data_matrix(Y)
+    def _fit(self, Y, resume: bool, missing_mask=None):
+        Yv = data_matrix(Y, missing_mask)
         spec = self._spec()
         lik = spec.likelihood
         lik.validate(Yv)
@@ -197,16 +206,17 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
 
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first")
 
-    def predict(self, Y=None) -> np.ndarray:
+    def predict(self, Y=None, missing_mask=None) -> np.ndarray:
         """Posterior-mean reconstruction of every entry (imputation of the unobserved ones).
 
         Without an argument: of the training matrix, averaged over all kept samples. With new
-        rows `Y` (NaN allowed): from their latent positions sampled as in :meth:`transform`.
+        rows `Y` (dense or sparse; NaN or `missing_mask` for unobserved entries): from their
+        latent positions sampled as in :meth:`transform`.
         """
         self._check_fitted()
         if Y is None:
             return self.reconstruction_.copy()
-        return self._new_rows(Y)[1]
+        return self._new_rows(Y, missing_mask=missing_mask)[1]
 
     def fit_transform(self, Y, y=None, **fit_params) -> np.ndarray:
         """Fit, then return ``latent_`` (the training rows' latent positions in the final sample)."""
@@ -215,12 +225,13 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True  # NaN marks unobserved entries
+        tags.input_tags.sparse = True  # densified once; zeros are observed zeros
         tags.target_tags.required = False
         return tags
 
-    def _heldout(self, Y_heldout):
+    def _heldout(self, Y_heldout, missing_mask=None):
         self._check_fitted()
-        Yh = np.asarray(Y_heldout, dtype=np.float64)
+        Yh = np.asarray(heldout_matrix(Y_heldout, missing_mask), dtype=np.float64)
         if Yh.ndim == 2 and Yh.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Yh.shape[1]} features, but {type(self).__name__} is expecting "
@@ -239,9 +250,15 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         Phi = feature_map(smp["H"][unique_rows], smp["W"], self.spec_.bias)
         return Phi @ smp["params"]["beta"]
 
-    def pointwise_log_predictive(self, Y_heldout) -> np.ndarray:
-        """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the non-NaN held-out entries."""
-        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout)
+    def pointwise_log_predictive(self, Y_heldout, missing_mask=None) -> np.ndarray:
+        """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the held-out entries.
+
+        `Y_heldout` has the training shape; the entries scored are those not NaN and not
+        ``True`` in `missing_mask` (as in :meth:`fit`, ``True`` = not there to score). A sparse
+        `Y_heldout` without a mask scores every entry, zeros included: pass the mask of the
+        entries that were not held out (see :func:`ibp_rflvm.holdout_mask`).
+        """
+        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
         lik = self.spec_.likelihood
         rows_kw = _rows_kw(lik, unique_rows)
         out = np.empty((len(self._samples), vals.size))
@@ -250,10 +267,11 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], self._data.prep, **rows_kw)
         return out
 
-    def perplexity(self, Y_heldout) -> float:
+    def perplexity(self, Y_heldout, missing_mask=None) -> float:
         """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
-        each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3)."""
-        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout)
+        each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3). Held-out entries
+        as in :meth:`pointwise_log_predictive`."""
+        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
         lik = self.spec_.likelihood
         rows_kw = _rows_kw(lik, unique_rows)
         p = np.zeros(vals.size)
@@ -262,14 +280,17 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
         return perplexity_metric(vals, p / len(self._samples))
 
-    def transform(self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None) -> np.ndarray:
-        """Latent positions ``X * Z`` of new rows (NaN allowed), as their posterior mean.
+    def transform(
+        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None
+    ) -> np.ndarray:
+        """Latent positions ``X * Z`` of new rows, as their posterior mean.
 
+        `Y_new` is dense (NaN allowed) or ``scipy.sparse``; `missing_mask` as in :meth:`fit`.
         See :meth:`_new_rows` for how they are sampled.
         """
-        return self._new_rows(Y_new, n_sweeps, burn_in, random_state)[0]
+        return self._new_rows(Y_new, n_sweeps, burn_in, random_state, missing_mask)[0]
 
-    def _new_rows(self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None):
+    def _new_rows(self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None):
         """Posterior means of new rows' latent positions and of their reconstruction.
 
         The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, Gibbs
@@ -281,7 +302,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         from .samplers.ess import elliptical_slice
 
         self._check_fitted()
-        Yn = as_data_matrix(Y_new, name="Y_new", min_rows=1)
+        Yn = data_matrix(Y_new, missing_mask, name="Y_new", min_rows=1)
         if Yn.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Yn.shape[1]} features, but {type(self).__name__} is expecting "
@@ -402,13 +423,15 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         values, counts = np.unique(self.effective_dims_, return_counts=True)
         return {int(v): float(c) / counts.sum() for v, c in zip(values, counts, strict=True)}
 
-    def log_predictive_density(self, Y_heldout) -> float:
-        """Held-out LPD: sum over non-NaN entries of ``log (1/S) sum_s p(y_ij | theta_s)``."""
-        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout))
+    def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
+        """Held-out LPD: sum over the held-out entries of ``log (1/S) sum_s p(y_ij | theta_s)``
+        (entries as in :meth:`pointwise_log_predictive`)."""
+        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout, missing_mask))
 
-    def score(self, Y_heldout, y=None) -> float:
-        """Mean held-out log predictive density per scored entry."""
-        logp = self.pointwise_log_predictive(Y_heldout)
+    def score(self, Y_heldout, y=None, missing_mask=None) -> float:
+        """Mean held-out log predictive density per scored entry (entries as in
+        :meth:`pointwise_log_predictive`)."""
+        logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
         return lpd_from_samples(logp) / logp.shape[1]
 
 

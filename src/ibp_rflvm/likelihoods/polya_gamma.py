@@ -39,6 +39,10 @@ _STACK_BYTES = 64 * 2**20
 #: Shapes below this are drawn from the truncated series (see :func:`draw_pg`).
 _PG_SERIES_BELOW = 0.01
 _PG_SERIES_TERMS = 64
+#: Entries per block of the series' Gamma terms (``block x _PG_SERIES_TERMS`` doubles, 16 MiB):
+#: a negative binomial's zero counts can make most of an ``N x J`` matrix "tiny", and all their
+#: terms at once would take 64 times the memory of the data.
+_PG_SERIES_BLOCK = 2**15
 #: Counts above this use the skip-ahead CRT sampler instead of one uniform per customer.
 
 
@@ -103,8 +107,14 @@ def _pg_series(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.nda
     the remainder (itself a sum of scaled Gamma(b) variables) as one Gamma variable with the
     remainder's exact mean and variance (from the closed forms), so the first two moments of
     the draw are exact."""
-    g = rng.gamma(np.broadcast_to(b[:, None], (b.size, _PG_SERIES_TERMS)), 1.0)
-    head, inv1, inv2 = _series_sums(g, c)
+    head, inv1, inv2 = (np.empty(b.size) for _ in range(3))
+    # Blocks of rows of the terms: the generator fills them in the same order as one
+    # b.size x TERMS draw would, so the result does not depend on the block size.
+    for start in range(0, b.size, _PG_SERIES_BLOCK):
+        part = slice(start, start + _PG_SERIES_BLOCK)
+        bb = b[part]
+        g = rng.gamma(np.broadcast_to(bb[:, None], (bb.size, _PG_SERIES_TERMS)), 1.0)
+        head[part], inv1[part], inv2[part] = _series_sums(g, c[part])
     tail_mean = np.maximum(pg_mean(1.0, c) - inv1, 1e-300)
     tail_var = np.maximum(pg_var(1.0, c) - inv2, 1e-300)
     # Per unit of b: Gamma(b m1^2 / m2, m2 / m1) has mean b m1 and variance b m2.

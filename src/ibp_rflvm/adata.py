@@ -1,0 +1,168 @@
+"""Fit the model on an ``AnnData`` object, as a scanpy-style tool function.
+
+Needs the optional extra ``pip install 'ibp-rflvm[anndata]'`` (anndata only; scanpy is not
+needed, though ``sc.pl.embedding(adata, basis="ibp_rflvm")`` then plots the result)::
+
+    from ibp_rflvm.adata import ibp_rflvm
+
+    ibp_rflvm(adata, layer="counts", mask_var="highly_variable", n_iter=200, random_state=0)
+
+What is written (``key`` is `key_added`, default ``"ibp_rflvm"``):
+
+* ``adata.obsm["X_ibp_rflvm"]`` (``adata.obsm[key]`` when `key_added` is given): the cells'
+  latent positions ``X * Z`` in the final posterior sample (the estimator's ``latent_``),
+  ``n_obs x K+``, most used dimension first;
+* ``adata.uns[key]``: ``"params"`` (likelihood, layer, gene subset, sampler settings),
+  ``"dimension_usage"`` (fraction of cells using each column of the embedding),
+  ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the first chain) and ``"burn_in"``;
+* ``adata.var``: the per-gene parameters of the likelihood as posterior means over the kept
+  samples, ``f"{key}_dispersion"`` (negative binomial ``r_j``) or ``f"{key}_noise_variance"``
+  (Gaussian ``sigma_j^2``); NaN for genes outside the subset.
+
+``adata.X`` and the layers are only read. The counts are passed on in their own format, a gene
+subset is taken by column indexing (sparse stays sparse), and only the estimator densifies the
+subset it samples (docs/memory.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .estimator import IBPRFLVM, _RFLVMBase
+
+if TYPE_CHECKING:  # pragma: no cover
+    from anndata import AnnData
+
+#: Per-gene likelihood parameters written to ``adata.var``: parameter name -> column suffix.
+GENE_PARAMS = {"r": "dispersion", "sigma2": "noise_variance"}
+
+
+def ibp_rflvm(
+    adata: AnnData,
+    *,
+    layer: str | None = None,
+    mask_var: str | np.ndarray | None = None,
+    likelihood: str = "negbinom",
+    model: _RFLVMBase | None = None,
+    key_added: str | None = None,
+    copy: bool = False,
+    **params: Any,
+) -> AnnData | None:
+    """Fit an :class:`~ibp_rflvm.IBPRFLVM` to the counts of `adata` and store the results.
+
+    Parameters
+    ----------
+    adata : the annotated data matrix (cells x genes).
+    layer : fit ``adata.layers[layer]`` instead of ``adata.X`` (use the raw counts).
+    mask_var : fit a subset of genes: the name of a boolean column of ``adata.var`` (for
+        example ``"highly_variable"``) or a boolean array of length ``n_vars``; default all.
+    likelihood : the observation model when `model` is not given (default negative binomial).
+    model : an unfitted :class:`~ibp_rflvm.IBPRFLVM` or :class:`~ibp_rflvm.RFLVM` to fit in
+        place of a new one; it is fitted in place, so the caller can score or transform with it.
+    key_added : key of the results in ``obsm``, ``uns`` and prefix of the ``var`` columns;
+        default ``obsm["X_ibp_rflvm"]``, ``uns["ibp_rflvm"]``, ``var["ibp_rflvm_*"]``.
+    copy : work on a copy of `adata` and return it; otherwise write into `adata`, return None.
+    **params : estimator parameters (``n_iter``, ``random_state``, ...) when `model` is None.
+    """
+    AnnDataType = _anndata_class()
+    if not isinstance(adata, AnnDataType):
+        raise TypeError(f"adata must be an anndata.AnnData; got {type(adata).__name__}")
+    if model is None:
+        model = IBPRFLVM(likelihood=likelihood, **params)
+    elif not isinstance(model, _RFLVMBase):
+        raise TypeError(f"model must be an IBPRFLVM or RFLVM estimator; got {type(model).__name__}")
+    elif params:
+        raise ValueError(
+            f"give estimator parameters either in model or as keywords, not both: {sorted(params)}"
+        )
+    counts = _counts(adata, layer)
+    genes = _gene_subset(adata, mask_var)
+    if genes.size < adata.n_vars:
+        counts = counts[:, genes]
+    model.fit(counts)
+    if copy:
+        adata = adata.copy()
+    _write(adata, model, genes, layer, mask_var, key_added)
+    return adata if copy else None
+
+
+def _anndata_class():
+    try:
+        from anndata import AnnData
+    except ImportError as exc:  # pragma: no cover - the extra is installed in CI
+        raise ImportError(
+            "ibp_rflvm.adata needs the anndata package: pip install 'ibp-rflvm[anndata]'"
+        ) from exc
+    return AnnData
+
+
+def _counts(adata: AnnData, layer: str | None):
+    if layer is None:
+        if adata.X is None:
+            raise ValueError("adata.X is empty (None); pass layer= to fit one of adata.layers")
+        return adata.X
+    if not isinstance(layer, str):
+        raise ValueError(f"layer must be the name of one of adata.layers; got {layer!r}")
+    if layer not in adata.layers:
+        raise ValueError(
+            f"layer {layer!r} is not in adata.layers (available: {sorted(adata.layers.keys())})"
+        )
+    return adata.layers[layer]
+
+
+def _gene_subset(adata: AnnData, mask_var) -> np.ndarray:
+    """Indices of the genes to fit."""
+    if mask_var is None:
+        return np.arange(adata.n_vars)
+    if isinstance(mask_var, str):
+        if mask_var not in adata.var.columns:
+            raise ValueError(f"mask_var {mask_var!r} is not a column of adata.var")
+        mask = adata.var[mask_var].to_numpy()
+        what = f"adata.var[{mask_var!r}]"
+    else:
+        mask = np.asarray(mask_var)
+        what = "mask_var"
+    if mask.dtype != np.bool_:
+        raise ValueError(f"{what} must be boolean (True = fit this gene); got dtype {mask.dtype}")
+    if mask.shape != (adata.n_vars,):
+        raise ValueError(f"{what} has shape {mask.shape}, but adata has {adata.n_vars} genes")
+    if not mask.any():
+        raise ValueError(f"{what} selects no gene")
+    return np.flatnonzero(mask)
+
+
+def _write(adata: AnnData, model: _RFLVMBase, genes: np.ndarray, layer, mask_var, key_added) -> None:
+    key = "ibp_rflvm" if key_added is None else str(key_added)
+    obsm_key = "X_ibp_rflvm" if key_added is None else key
+    latent = np.asarray(model.latent_, dtype=np.float64)
+    adata.obsm[obsm_key] = latent
+    settings = {
+        "likelihood": str(model.likelihood),
+        "layer": "X" if layer is None else layer,
+        "n_vars_used": int(genes.size),
+        "n_iter": int(model.n_iter),
+        "n_frequencies": int(model.n_frequencies),
+        "n_chains": int(model.n_chains),
+        "sampler": str(model.sampler),
+    }
+    # Only what h5ad can store: a named subset by name, a seed only when it is an int.
+    if isinstance(mask_var, str):
+        settings["mask_var"] = mask_var
+    if isinstance(model.random_state, (int, np.integer)):
+        settings["random_state"] = int(model.random_state)
+    adata.uns[key] = {
+        "params": settings,
+        "dimension_usage": np.count_nonzero(latent, axis=0) / latent.shape[0],
+        "k_plus": np.asarray(model.n_active_, dtype=np.int64),
+        "log_likelihood": np.asarray(model.log_likelihood_, dtype=np.float64),
+        "burn_in": int(model._burn_in()),
+    }
+    samples = model._samples
+    for name, suffix in GENE_PARAMS.items():
+        if name not in samples[0]["params"]:
+            continue
+        column = np.full(adata.n_vars, np.nan)
+        column[genes] = np.mean([smp["params"][name] for smp in samples], axis=0)
+        adata.var[f"{key}_{suffix}"] = column
