@@ -70,7 +70,8 @@ def one_chain(Y: np.ndarray, n_sweeps: int, profile: bool, seed: int = 0) -> Non
             state, info = model.sweep(rng, state, data, spec)
             wall.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
-            print(f"  sweep {s + 2}: {wall[-1]:.2f} s wall, {cpu[-1]:.2f} s CPU, K+ {state.k_plus}", flush=True)
+            msg = f"  sweep {s + 2}: {wall[-1]:.2f} s wall, {cpu[-1]:.2f} s CPU, K+ {state.k_plus}"
+            print(msg, flush=True)
         print(
             f"median over {n_sweeps} sweeps: {np.median(wall):.2f} s wall, {np.median(cpu):.2f} s CPU; "
             f"peak RSS {peak_rss_mib():.0f} MiB"
@@ -103,7 +104,9 @@ def chains(Y: np.ndarray, n_sweeps: int, n_chains: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--cols", type=int, default=2_000)
     parser.add_argument("--sweeps", type=int, default=3, help="timed sweeps after the first")
@@ -116,7 +119,8 @@ def main() -> None:
     )
     print(f"peak RSS before the data: {peak_rss_mib():.0f} MiB")
     Y = simulate(args.rows, args.cols)
-    print(f"data: {args.rows} x {args.cols} simulated NB counts, {np.mean(Y == 0):.1%} zeros, max {Y.max():.0f}")
+    zeros = np.mean(Y == 0)
+    print(f"data: {args.rows} x {args.cols} simulated NB counts, {zeros:.1%} zeros, max {Y.max():.0f}")
     one_chain(Y, args.sweeps, args.profile)
     if args.chains:
         chains(Y, args.sweeps, args.chains)

@@ -43,7 +43,7 @@ class ChainRecord:
     samples: list = field(default_factory=list)
     reconstruction_sum: np.ndarray | None = None
 
-    def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec) -> None:
+    def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec, prep=None) -> None:
         self.n_active.append(info["k_plus"])
         self.loglik.append(state.loglik)
         self.alpha.append(state.alpha)
@@ -52,8 +52,9 @@ class ChainRecord:
         if keep:
             lik = spec.likelihood
             psi = state.phi(spec.bias) @ state.params["beta"]
-            # Count likelihoods may need the training-row index (binomial trials per entry).
-            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0])}
+            # Count likelihoods may need the training-row index and per-row constants (binomial
+            # trials per entry, size factors).
+            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0]), "prep": prep}
             mean = lik.mean(psi, state.params, **kw)
             if self.reconstruction_sum is None:
                 self.reconstruction_sum = np.zeros_like(mean)
@@ -158,7 +159,7 @@ def run_chain(
     k_eff: int | str = "?"  # effective dimensions shown in the progress bar, until first scored
     for t in range(start, n_iter):
         state, info = sweep(rng, state, data, spec)
-        record.add(state, info, keep=t >= burn_in, spec=spec)
+        record.add(state, info, keep=t >= burn_in, spec=spec, prep=data.prep)
         done = t + 1
         if progress is not None:
             # Scoring K dimensions costs K likelihood evaluations, so the effective number of
