@@ -3,7 +3,7 @@
 Run by hand::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_scale.py [--rows N] [--cols J]
-        [--sweeps S] [--profile] [--chains C]
+        [--sweeps S] [--profile] [--chains C [--only-chains]]
 
 The data are negative binomial counts simulated from a sparse RFLVM (3 latent dimensions,
 intercept tuned to about 90% zeros). The model is the estimator's default: ``IBPRFLVM(
@@ -112,6 +112,7 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=3, help="timed sweeps after the first")
     parser.add_argument("--profile", action="store_true", help="profile one more sweep")
     parser.add_argument("--chains", type=int, default=0, help="also run this many chains in parallel")
+    parser.add_argument("--only-chains", action="store_true", help="skip the single-chain timing")
     args = parser.parse_args()
     print(
         f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
@@ -121,7 +122,8 @@ def main() -> None:
     Y = simulate(args.rows, args.cols)
     zeros = np.mean(Y == 0)
     print(f"data: {args.rows} x {args.cols} simulated NB counts, {zeros:.1%} zeros, max {Y.max():.0f}")
-    one_chain(Y, args.sweeps, args.profile)
+    if not args.only_chains:
+        one_chain(Y, args.sweeps, args.profile)
     if args.chains:
         chains(Y, args.sweeps, args.chains)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
