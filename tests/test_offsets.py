@@ -146,3 +146,18 @@ def test_size_factors_recover_clusters_that_depth_hides():
     n = labels.size
     se = math.sqrt(sum(a * (1.0 - a) for a in acc.values()) / n)
     assert acc["total"] > acc[None] + 2.0 * se, (acc, se)
+
+
+def test_checkpoint_fingerprint_sees_every_size_factor():
+    # numpy abbreviates long arrays' repr; one changed factor among 1,500 must still count.
+    from ibp_rflvm import model
+    from ibp_rflvm.chain import fingerprint
+
+    Y = np.ones((1500, 2))
+    changed = np.ones(1500)
+    changed[700] = 2.0
+    prints = set()
+    for sf in (np.ones(1500), changed):
+        lik = make_likelihood("poisson", size_factors=sf)
+        prints.add(fingerprint(model.Data.from_array(Y, lik), model.ModelSpec(likelihood=lik), 5, 2))
+    assert len(prints) == 2

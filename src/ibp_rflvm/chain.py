@@ -76,9 +76,18 @@ def fingerprint(data: Data, spec: ModelSpec, n_iter: int, burn_in: int) -> str:
     # The likelihood object's default repr carries a memory address; describe it by its class
     # and hyperparameters instead, so a checkpoint resumes in any process.
     lik = spec.likelihood
-    h.update(repr((replace(spec, likelihood=None), type(lik).__name__, sorted(vars(lik).items()))).encode())
+    hyper = sorted((k, _describe(v)) for k, v in vars(lik).items())
+    h.update(repr((replace(spec, likelihood=None), type(lik).__name__, hyper)).encode())
     h.update(repr((n_iter, burn_in)).encode())
     return h.hexdigest()
+
+
+def _describe(value):
+    """`value` itself, or for a long array a digest of its bytes: numpy abbreviates the repr of
+    long arrays (per-row size factors, per-entry trials), which would hide differences."""
+    if isinstance(value, np.ndarray) and value.size > 1000:
+        return hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+    return value
 
 
 def remove_stale_temporaries(path: Path) -> list[Path]:
