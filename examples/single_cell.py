@@ -101,7 +101,7 @@ def figure(H: np.ndarray, P: np.ndarray, labels: np.ndarray, names: list[str], o
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5))
     cmap = plt.get_cmap("tab10")
     for ax, E, what in ((axes[0], H, title), (axes[1], P, "PCA of log-normalised counts")):
         for c, name in enumerate(names):
@@ -110,7 +110,7 @@ def figure(H: np.ndarray, P: np.ndarray, labels: np.ndarray, names: list[str], o
         ax.set_title(what)
         ax.set_xlabel("dimension 1")
         ax.set_ylabel("dimension 2")
-    axes[1].legend(fontsize=7, markerscale=2, loc="best")
+    axes[1].legend(fontsize=7, markerscale=2, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
