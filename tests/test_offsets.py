@@ -10,6 +10,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
 
 from ibp_rflvm import IBPRFLVM
+from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.likelihoods.offsets import row_offsets
 
@@ -161,3 +162,30 @@ def test_checkpoint_fingerprint_sees_every_size_factor():
         lik = make_likelihood("poisson", size_factors=sf)
         prints.add(fingerprint(model.Data.from_array(Y, lik), model.ModelSpec(likelihood=lik), 5, 2))
     assert len(prints) == 2
+
+
+def test_estimator_scores_and_predicts_with_the_offsets():
+    rng = np.random.default_rng(3)
+    Y = rng.poisson(2.0 * np.linspace(0.3, 3.0, 25)[:, None], size=(25, 6)).astype(float)
+    held = np.full(Y.shape, np.nan)
+    held[::4, 2] = Y[::4, 2]
+    Y_train = np.where(np.isnan(held), Y, np.nan)
+    s = np.linspace(0.3, 3.0, 25)
+    fit = IBPRFLVM(
+        likelihood="poisson", n_iter=4, n_frequencies=5, init_dims=2, random_state=0,
+        likelihood_params={"size_factors": s},
+    ).fit(Y_train)  # fmt: skip
+    logp = fit.pointwise_log_predictive(held)
+    rows = np.arange(0, 25, 4)
+
+    for k, smp in enumerate(fit._samples):
+        psi = feature_map(smp["H"], smp["W"], True) @ smp["params"]["beta"] + np.log(s)[:, None]
+        expected = stats.poisson.logpmf(Y[rows, 2], np.exp(psi[rows, 2]))
+        np.testing.assert_allclose(logp[k], expected, rtol=1e-10)
+    # The training reconstruction averages s_i exp(phi_i beta) over the kept samples.
+    recon = np.mean(
+        [s[:, None] * np.exp(feature_map(m["H"], m["W"], True) @ m["params"]["beta"]) for m in fit._samples],
+        axis=0,
+    )
+    np.testing.assert_allclose(fit.predict(), recon, rtol=1e-10)
+    assert np.isfinite(fit.perplexity(held))
