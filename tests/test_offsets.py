@@ -112,6 +112,9 @@ def test_new_rows_get_their_own_size_factors():
         likelihood_params={"size_factors": "total"},
     ).fit(Y)  # fmt: skip
     assert total.transform(Y[:5], n_sweeps=2, burn_in=1).shape[0] == 5
+    plain = IBPRFLVM(likelihood="poisson", n_iter=2, n_frequencies=5, init_dims=2, random_state=0).fit(Y)
+    with pytest.raises(ValueError, match="fitted without size factors"):
+        plain.transform(Y[:5], n_sweeps=2, burn_in=1, size_factors="total")
 
 
 def _clusters_with_depths(seed: int, n_per: int = 100, J: int = 60):

@@ -114,6 +114,8 @@ def for_new_rows(lik, size_factors=None):
         return lik
     if not hasattr(lik, "size_factors"):
         raise ValueError(f"size_factors apply to the poisson and negbinom likelihoods, not {lik.name!r}")
+    if fitted is None:
+        raise ValueError("the model was fitted without size factors; new rows cannot have them")
     new = copy.copy(lik)
     new.size_factors = check_size_factors(size_factors)
     return new
