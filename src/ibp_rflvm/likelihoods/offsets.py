@@ -22,11 +22,13 @@ import copy
 
 import numpy as np
 
+from .base import Likelihood
+
 TOTAL = "total"
 _WHAT = "size_factors must be None, 'total' or an array of positive numbers"
 
 
-def check_size_factors(value):
+def check_size_factors(value) -> np.ndarray | str | None:
     """`value` as stored on a likelihood: None, ``"total"`` or a 1-D float array of positives."""
     if value is None:
         return None
@@ -98,7 +100,7 @@ def add_offset(psi: np.ndarray, prep, rows=None) -> np.ndarray:
 
 
 
-def for_new_rows(lik, size_factors=None):
+def for_new_rows(lik: Likelihood, size_factors=None) -> Likelihood:
     """The likelihood to score new rows with (``transform``/``predict``).
 
     ``"total"`` factors are computed from the new rows themselves; one factor per training row
