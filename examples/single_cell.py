@@ -15,6 +15,11 @@ latent dimensions and of the first two principal components, coloured by cell ty
 against PCA of the log-normalised counts (``log1p(10^4 y / total)``, the usual single-cell
 preprocessing) with the same number of dimensions D.
 
+Measured (200 sweeps, 2026-11-23; about 150 CPU seconds per fit): D = 12 latent dimensions,
+5-NN accuracy 0.777 against 0.793 for PCA with D = 12 (seed 0); seed 1: D = 13, 0.779 against
+0.791; without size factors (seed 0) D = 13, 0.766 against 0.791. Each accuracy has a standard
+error of about 0.016 (700 cells).
+
 Run::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python examples/single_cell.py [--sweeps 200] [--out FIG]
