@@ -25,6 +25,8 @@ SCALE = 0.7  # prior sd of beta: keeps counts small, so PG shapes stay below the
 E0, F0 = 2.0, 2.0
 N_TRIALS = 3
 ROW_TOTAL = 3
+# Per-row size factors spanning 6-fold, fixed across the run (the offsets are data constants).
+SIZE_FACTORS = np.array([0.5, 1.0, 3.0, 0.7, 1.5, 2.0])
 
 
 def _draw_negbinom(rng, psi, params, observed):
@@ -60,12 +62,18 @@ CASES = {
     "bernoulli": ({"prior_scale": SCALE}, _draw_bernoulli),
     "binomial": ({"n_trials": N_TRIALS, "prior_scale": SCALE}, _draw_binomial),
     "multinomial": ({"prior_scale": SCALE}, _draw_multinomial),
+    "negbinom+offset": (
+        {"e0": E0, "f0": F0, "prior_scale": SCALE, "size_factors": SIZE_FACTORS}, _draw_negbinom
+    ),
+    "poisson+offset": ({"prior_scale": SCALE, "size_factors": SIZE_FACTORS}, _draw_poisson),
 }
 
 
 def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None):
     hyper, draw = CASES[name]
+    name = name.split("+")[0]
     lik = make_likelihood(name, **hyper)
+    offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
         whole_move=whole_move,
@@ -80,7 +88,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips", "whole")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
-        psi = state.phi(spec.bias) @ state.params["beta"]
+        psi = state.phi(spec.bias) @ state.params["beta"] + offset
         Y = np.where(observed, draw(rng, psi, state.params, observed), np.nan)
         data = model.Data.from_array(Y, lik)
         state, info = model.sweep(rng, state, data, spec)
@@ -137,6 +145,8 @@ def _check(draws, expected):
         ("bernoulli", True, 4000),
         ("binomial", True, 4000),
         ("multinomial", True, 4000),
+        ("negbinom+offset", True, 4000),
+        ("poisson+offset", True, 4000),
     ],
 )
 def test_count_sweep_gets_it_right(name, ibp_on, n_sweeps):
@@ -154,6 +164,6 @@ def _run_and_check(name, ibp_on, n_sweeps, whole_move=None):
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
     if whole_move:
         assert draws["whole"].sum() > 200
-    expected = _expected(name, ibp_on)
+    expected = _expected(name.split("+")[0], ibp_on)
     report = _check({k: draws[k] for k in expected}, expected)
     print(name, "ibp" if ibp_on else "dense", "; ".join(report))

@@ -151,8 +151,8 @@ def test_softplus_kernel_is_accurate():
     n = x.size
     out = np.empty(n)
     pg._logistic_rows(
-        x[:, None].copy(), np.arange(n), np.zeros((n, 1)), np.ones((n, 1), dtype=bool), np.zeros((0, 0)),
-        np.ones(1), False, np.zeros(n), out,
+        x[:, None].copy(), np.arange(n), np.zeros((n, 1)), np.ones((n, 1), dtype=bool),
+        np.zeros(n), np.zeros((0, 0)), np.ones(1), False, np.zeros(n), out,
     )  # fmt: skip
     ref = np.logaddexp(0.0, x)
     normal = ref > 1e-300
@@ -173,13 +173,14 @@ def test_poisson_row_kernel_exp_is_accurate_and_clamped():
     )  # fmt: skip
     n = x.size
     out = np.empty(n)
-    _poisson_rows(x[:, None].copy(), np.arange(n), np.zeros((n, 1)), np.ones((n, 1), bool), np.zeros(n), out)
+    zeros = np.zeros(n)  # no row offsets
+    _poisson_rows(x[:, None].copy(), np.arange(n), np.zeros((n, 1)), np.ones((n, 1), bool), zeros, zeros, out)
     ref = np.exp(x)
     rel = np.abs(-out - ref) / ref
     assert rel.max() < 4 * np.finfo(float).eps, rel.max()
 
     edge = np.array([[800.0], [1e300], [-800.0], [-1e300]])
     out = np.empty(4)
-    _poisson_rows(edge, np.arange(4), np.zeros((4, 1)), np.ones((4, 1), bool), np.zeros(4), out)
+    _poisson_rows(edge, np.arange(4), np.zeros((4, 1)), np.ones((4, 1), bool), np.zeros(4), np.zeros(4), out)
     assert out[0] == out[1] == -np.exp(709.0) and np.isfinite(out[0])
     assert 0.0 > out[2] == out[3] > -1e-307

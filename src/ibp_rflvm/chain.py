@@ -74,7 +74,7 @@ class ChainRecord:
             }  # fmt: skip
             self.samples.append(sample)
 
-    def reconstruction_sum(self, spec: ModelSpec) -> np.ndarray | None:
+    def reconstruction_sum(self, spec: ModelSpec, prep=None) -> np.ndarray | None:
         """The sum over the kept samples, in their order, of each one's reconstruction (the
         likelihood's mean). Computed on demand rather than during the chain: a count model's
         mean costs a softmax or exponential over all ``N x J`` entries per sample, and an
@@ -83,8 +83,9 @@ class ChainRecord:
         total = None
         for sample in self.samples:
             psi = feature_map(sample["H"], sample["W"], spec.bias) @ sample["params"]["beta"]
-            # Count likelihoods may need the training-row index (binomial trials per entry).
-            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0])}
+            # Count likelihoods may need the training-row index and per-row constants (binomial
+            # trials per entry, size factors), which `prep` holds.
+            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0]), "prep": prep}
             mean = lik.mean(psi, sample["params"], **kw)
             if total is None:
                 total = np.zeros_like(mean)

@@ -24,6 +24,7 @@ from .evaluation.metrics import heldout_entries, lpd_from_samples
 from .evaluation.metrics import perplexity as perplexity_metric
 from .features import feature_map
 from .likelihoods import make_likelihood
+from .likelihoods.offsets import for_new_rows
 from .model import ChainState, Data, ModelSpec
 from .tempering import Ladder, run_tempered
 
@@ -193,7 +194,8 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         cache = getattr(self, "_reconstruction_cache", None)
         if cache is None or cache[0] is not self._chains:
             with threadpool_limits(limits=1, user_api="blas"):
-                total = sum(res.record.reconstruction_sum(self.spec_) for res in self._chains)
+                prep = self._data.prep
+                total = sum(res.record.reconstruction_sum(self.spec_, prep) for res in self._chains)
             cache = (self._chains, total / len(self._samples))
             self._reconstruction_cache = cache
         return cache[1]
@@ -206,17 +208,17 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
 
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first")
 
-    def predict(self, Y=None, missing_mask=None) -> np.ndarray:
+    def predict(self, Y=None, missing_mask=None, size_factors=None) -> np.ndarray:
         """Posterior-mean reconstruction of every entry (imputation of the unobserved ones).
 
         Without an argument: of the training matrix, averaged over all kept samples. With new
         rows `Y` (dense or sparse; NaN or `missing_mask` for unobserved entries): from their
-        latent positions sampled as in :meth:`transform`.
+        latent positions sampled as in :meth:`transform` (`size_factors` as there).
         """
         self._check_fitted()
         if Y is None:
             return self.reconstruction_.copy()
-        return self._new_rows(Y, missing_mask=missing_mask)[1]
+        return self._new_rows(Y, missing_mask=missing_mask, size_factors=size_factors)[1]
 
     def fit_transform(self, Y, y=None, **fit_params) -> np.ndarray:
         """Fit, then return ``latent_`` (the training rows' latent positions in the final sample)."""
@@ -273,7 +275,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         as in :meth:`pointwise_log_predictive`."""
         unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
         lik = self.spec_.likelihood
-        rows_kw = _rows_kw(lik, unique_rows)
+        rows_kw = _rows_kw(lik, unique_rows, self._data.prep)
         p = np.zeros(vals.size)
         for smp in self._samples:
             mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
@@ -281,16 +283,22 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         return perplexity_metric(vals, p / len(self._samples))
 
     def transform(
-        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None
+        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
+        size_factors=None,
     ) -> np.ndarray:
         """Latent positions ``X * Z`` of new rows, as their posterior mean.
 
         `Y_new` is dense (NaN allowed) or ``scipy.sparse``; `missing_mask` as in :meth:`fit`.
-        See :meth:`_new_rows` for how they are sampled.
+        See :meth:`_new_rows` for how they are sampled. With a count likelihood fitted with
+        ``size_factors="total"`` the new rows' factors come from their own counts; one fitted
+        with an array needs the new rows' `size_factors` here.
         """
-        return self._new_rows(Y_new, n_sweeps, burn_in, random_state, missing_mask)[0]
+        return self._new_rows(Y_new, n_sweeps, burn_in, random_state, missing_mask, size_factors)[0]
 
-    def _new_rows(self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None):
+    def _new_rows(
+        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
+        size_factors=None,
+    ):
         """Posterior means of new rows' latent positions and of their reconstruction.
 
         The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, Gibbs
@@ -310,7 +318,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             )
         if not 0 <= burn_in < n_sweeps:
             raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
-        lik = self.spec_.likelihood
+        lik = for_new_rows(self.spec_.likelihood, size_factors)
         lik.validate(Yn)
         prep = lik.prepare(Yn)
         state = self.state_
@@ -345,7 +353,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
             if t >= burn_in:
                 total += X * Z
-                recon += lik.mean(feature_map(X * Z, W, bias) @ beta, params, **_rows_kw(lik, rows_all))
+                recon += lik.mean(feature_map(X * Z, W, bias) @ beta, params, **_rows_kw(lik, rows_all, prep))
         kept = n_sweeps - burn_in
         usage = np.count_nonzero(state.H, axis=0)
         order = np.argsort(-usage, kind="stable")
@@ -460,10 +468,13 @@ def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, v
     return result
 
 
-def _rows_kw(lik, unique_rows: np.ndarray) -> dict:
+def _rows_kw(lik, unique_rows: np.ndarray, prep=None) -> dict:
     """The training-row index of each row of ``psi``, for likelihoods with per-entry constants
-    (binomial trials); the collapsed Gaussian does not take it."""
-    return {} if lik.collapsed else {"rows": unique_rows}
+    (binomial trials), and with `prep` per-row ones (size factors); the collapsed Gaussian
+    takes neither."""
+    if lik.collapsed:
+        return {}
+    return {"rows": unique_rows} if prep is None else {"rows": unique_rows, "prep": prep}
 
 
 def _ordered_latent(H: np.ndarray) -> np.ndarray:
@@ -503,7 +514,8 @@ class IBPRFLVM(_RFLVMBase):
     eta_prior : ``(shape, rate)`` of the Gamma prior on the DP concentration.
     lam0 : NIW mean-precision scale of the frequency mixture.
     likelihood_params : hyperparameters of the likelihood, e.g. ``{"a0": 1.0, "b0": 1.0}`` for
-        the Gaussian's inverse-gamma prior on the noise variances.
+        the Gaussian's inverse-gamma prior on the noise variances; ``{"size_factors": "total"}``
+        gives the Poisson and negative binomial rows their own depth (``ibp_rflvm.likelihoods.offsets``).
     bias : add a constant feature; default: the likelihood's choice (off for the Gaussian).
     n_chains : independent chains, run in parallel processes (joblib), each with its own
         Generator spawned from `random_state`; predictions pool the kept samples of all chains,

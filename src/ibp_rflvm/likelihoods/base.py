@@ -92,6 +92,9 @@ class Likelihood(ABC):
         """
 
     @abstractmethod
-    def mean(self, psi: np.ndarray, params: dict, rows: np.ndarray | None = None) -> np.ndarray:
-        """Predicted mean of each entry (``psi`` is ``n x J`` for training rows `rows`), the
-        quantity perplexity normalises."""
+    def mean(
+        self, psi: np.ndarray, params: dict, rows: np.ndarray | None = None, prep: Prepared | None = None
+    ) -> np.ndarray:
+        """Predicted mean of each entry (``psi`` is ``n x J`` for rows `rows` of the data `prep`
+        was made from), the quantity perplexity normalises. `prep` carries per-row constants
+        such as the size factors' offsets (:mod:`.offsets`)."""

@@ -87,5 +87,5 @@ class BinomialLikelihood(LogisticPG):
         logc = gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
         return logc + y * psi - n * softplus(psi)
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
         return self._entry_trials(rows, None, psi.shape[0]) * expit(psi)

@@ -212,5 +212,5 @@ class MultinomialLikelihood(Likelihood):
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
         return y * _log_softmax(psi_u)[row_pos, cols]
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
         return np.exp(_log_softmax(psi))

@@ -9,6 +9,9 @@ Dispersion (Zhou and Carin 2015): ``y ~ NB(r, p)`` is a compound Poisson of ``L 
 log(1 - p))`` logarithmic draws, and ``L | y, r ~ CRT(y, r)``; with ``r_j ~ Gamma(e0, f0)``
 (shape, rate) this gives ``r_j | L, psi ~ Gamma(e0 + sum_i L_ij, f0 + sum_i log(1 + e^psi_ij))``,
 both sums over the OBSERVED entries of column ``j`` only.
+
+``size_factors`` (see :mod:`.offsets`) adds the offset ``log s_i`` to every ``psi_ij`` of row ``i``:
+``E[y_ij] = r_j s_i exp(phi_i beta_j)``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .base import Prepared
+from .offsets import add_offset, check_size_factors, offset_extra, offset_of
 from .polya_gamma import (
     LogisticPG,
     _positive,
@@ -33,12 +37,14 @@ _R_MIN = 1e-300
 class NegBinomLikelihood(LogisticPG):
     """Negative binomial counts; hyperparameters ``e0, f0`` (Gamma shape and rate of ``r_j``,
     default 1 and 1: a proper, weak prior with mean 1) and ``prior_scale`` (``s`` in
-    ``beta_j ~ N(0, s^2 I)``, default 1)."""
+    ``beta_j ~ N(0, s^2 I)``, default 1); ``size_factors``: None (default), ``"total"`` or one
+    positive number per row (:mod:`.offsets`)."""
 
     name = "negbinom"
 
-    def __init__(self, e0: float = 1.0, f0: float = 1.0, prior_scale: float = 1.0):
+    def __init__(self, e0: float = 1.0, f0: float = 1.0, prior_scale: float = 1.0, size_factors=None):
         super().__init__(prior_scale)
+        self.size_factors = check_size_factors(size_factors)
         self.e0 = _positive(e0, "e0")
         self.f0 = _positive(f0, "f0")
 
@@ -53,7 +59,10 @@ class NegBinomLikelihood(LogisticPG):
         yv = y[rows, cols]
         N = Y.shape[0]
         logc = -np.bincount(rows, weights=gammaln(yv + 1.0), minlength=N)
-        return {"pos_rows": rows, "pos_cols": cols, "pos_y": yv, "logc_rows": logc, "r_cache": {}}
+        return {
+            "pos_rows": rows, "pos_cols": cols, "pos_y": yv, "logc_rows": logc, "r_cache": {},
+            **offset_extra(self.size_factors, Y, observed),
+        }  # fmt: skip
 
     def _r(self, params: dict) -> np.ndarray:
         return params["r"]
@@ -82,7 +91,7 @@ class NegBinomLikelihood(LogisticPG):
 
     def update_params(self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared) -> dict:
         beta = self._draw_beta(rng, Phi, params["beta"], params, prep)
-        psi = Phi @ beta
+        psi = add_offset(Phi @ beta, prep)
         r = params["r"]
         tables = crt_column_totals(rng, prep.Y0, prep.observed, r)
         rate = self.f0 + softplus_column_sums(psi, prep.observed)
@@ -92,8 +101,11 @@ class NegBinomLikelihood(LogisticPG):
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
         r = params["r"][cols]
         psi = psi_u[row_pos, cols]
+        off = offset_of(prep, rows)
+        if off is not None:
+            psi = psi + off[row_pos]
         return gammaln(y + r) - gammaln(r) - gammaln(y + 1.0) + y * psi - (y + r) * softplus(psi)
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
         with np.errstate(over="ignore"):
-            return params["r"][None, :] * np.exp(psi)
+            return params["r"][None, :] * np.exp(add_offset(psi, prep, rows))

@@ -4,6 +4,9 @@ Not Polya-gamma conjugate: the weight columns are updated by elliptical slice sa
 their Gaussian prior. Given ``Phi`` the columns are independent, so all ``J`` run side by side
 as the units of :func:`..samplers.ess.elliptical_slice`; a column's log-likelihood sums over its
 observed rows only.
+
+``size_factors`` (see :mod:`.offsets`) adds the offset ``log s_i`` to every ``psi_ij`` of row ``i``:
+``E[y_ij] = s_i exp(phi_i beta_j)``.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ from scipy.special import gammaln
 
 from ..samplers.ess import elliptical_slice
 from .base import Likelihood, Prepared
+from .offsets import add_offset, check_size_factors, offset_extra, offset_of
 from .polya_gamma import _FAST, _positive, check_finite_counts, exp_poly, gaussian_weights
 
 
 @njit(cache=True, error_model="numpy", fastmath=_FAST)
-def _poisson_rows(psi, rows, Y0, observed, const, out):
-    """``const_i + sum_j (y psi - e^psi)`` over the observed entries of each row in `rows`.
+def _poisson_rows(psi, rows, Y0, observed, off, const, out):
+    """``const_i + sum_j (y x - e^x)``, ``x = psi + off_i``, over the observed entries of each row in `rows`.
 
     The hot loop of every X, Z and W update. libm's exp is a scalar call that stops LLVM from
     vectorising; the polynomial ``exp_poly`` and a select (not a branch) for unobserved entries
@@ -31,7 +35,7 @@ def _poisson_rows(psi, rows, Y0, observed, const, out):
     for k in range(rows.size):
         i = rows[k]
         for j in range(J):
-            x = psi[k, j]
+            x = psi[k, j] + off[i]
             term = Y0[i, j] * x - exp_poly(x)
             buf[j] = term if observed[i, j] else 0.0
         acc = 0.0
@@ -41,28 +45,31 @@ def _poisson_rows(psi, rows, Y0, observed, const, out):
 
 
 @njit(cache=True, error_model="numpy", fastmath=_FAST)
-def _poisson_cols(psi, cols, Y0, observed, const, out):
-    """``const_j + sum_i (y psi - e^psi)`` over the observed entries of each column in `cols`."""
+def _poisson_cols(psi, cols, Y0, observed, off, const, out):
+    """``const_j + sum_i (y x - e^x)``, ``x = psi + off_i``, over the observed entries of each
+    column in `cols`."""
     N = psi.shape[0]
     for k in range(cols.size):
         out[k] = const[cols[k]]
     for i in range(N):
         for k in range(cols.size):
             j = cols[k]
-            x = psi[i, k]
+            x = psi[i, k] + off[i]
             term = Y0[i, j] * x - exp_poly(x)
             out[k] += term if observed[i, j] else 0.0
 
 
 class PoissonLikelihood(Likelihood):
-    """Poisson counts with log link; ``prior_scale`` is ``s`` in ``beta_j ~ N(0, s^2 I)`` (default 1)."""
+    """Poisson counts with log link; ``prior_scale`` is ``s`` in ``beta_j ~ N(0, s^2 I)`` (default 1);
+    ``size_factors``: None (default), ``"total"`` or one positive number per row (:mod:`.offsets`)."""
 
     name = "poisson"
     default_bias = True
     kind = "counts"
 
-    def __init__(self, prior_scale: float = 1.0):
+    def __init__(self, prior_scale: float = 1.0, size_factors=None):
         self.prior_scale = _positive(prior_scale, "prior_scale")
+        self.size_factors = check_size_factors(size_factors)
 
     def validate(self, Y: np.ndarray) -> None:
         check_finite_counts(Y, "the poisson likelihood")
@@ -72,29 +79,38 @@ class PoissonLikelihood(Likelihood):
         return {
             "logc_rows": np.sum(logc, axis=1, dtype=np.float64),
             "logc_cols": np.sum(logc, axis=0, dtype=np.float64),
+            **offset_extra(self.size_factors, Y, observed),
         }
 
     def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty(rows.size)
-        _poisson_rows(np.ascontiguousarray(psi), rows, prep.Y0, prep.observed, prep.extra["logc_rows"], out)
+        ex = prep.extra
+        _poisson_rows(
+            np.ascontiguousarray(psi), rows, prep.Y0, prep.observed, ex["row_offset"], ex["logc_rows"], out
+        )
         return out
 
     def _columns_loglik(self, psi: np.ndarray, cols: np.ndarray, prep: Prepared) -> np.ndarray:
         out = np.empty(cols.size)
         _poisson_cols(
             np.ascontiguousarray(psi), np.asarray(cols, dtype=np.int64), prep.Y0, prep.observed,
-            prep.extra["logc_cols"], out,
+            prep.extra["row_offset"], prep.extra["logc_cols"], out,
         )  # fmt: skip
         return out
 
     def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
         # Start from a draw of the Gaussian (Laplace) approximation at psi = log(y + 1/2): weights
         # y + 1/2, working response log(y + 1/2). Near the posterior even for large counts, which
-        # the prior-ellipse moves of ESS would take many sweeps to reach from beta = 0.
+        # the prior-ellipse moves of ESS would take many sweeps to reach from beta = 0. The
+        # offset is part of psi, so Phi beta's working response is log(y + 1/2) - log s_i.
         y = np.where(prep.observed, prep.Y0, 0.0) + 0.5
         w = np.where(prep.observed, y, 0.0)
-        beta = gaussian_weights(rng, Phi, w, Phi.T @ (w * np.log(y)), self.prior_scale**-2)
+        target = np.log(y)
+        off = offset_of(prep)
+        if off is not None:
+            target -= off[:, None]
+        beta = gaussian_weights(rng, Phi, w, Phi.T @ (w * target), self.prior_scale**-2)
         return self.update_params(rng, Phi, {"beta": beta}, prep)
 
     def update_params(self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared) -> dict:
@@ -113,9 +129,12 @@ class PoissonLikelihood(Likelihood):
 
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
         psi = psi_u[row_pos, cols]
+        off = offset_of(prep, rows)
+        if off is not None:
+            psi = psi + off[row_pos]
         with np.errstate(over="ignore"):
             return y * psi - np.exp(psi) - gammaln(y + 1.0)
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
         with np.errstate(over="ignore"):
-            return np.exp(psi)
+            return np.exp(add_offset(psi, prep, rows))

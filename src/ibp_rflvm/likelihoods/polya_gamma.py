@@ -32,6 +32,7 @@ from polyagamma import random_polyagamma
 from .._validation import _positions, check_counts
 from ..samplers.crt import crt_draw
 from .base import Likelihood, Prepared
+from .offsets import offset_of
 
 #: Upper bound (bytes) on the packed precisions (``J x L(L+1)/2``) built at once; columns are
 #: processed in blocks of this size so memory stays bounded for many columns.
@@ -366,8 +367,9 @@ def _softplus(x):
 
 
 @njit(cache=True, error_model="numpy", fastmath=_FAST)
-def _logistic_rows(psi, rows, Y0, observed, trials, r, use_trials, const, out):
-    """``const_i + sum_j [y psi - b softplus(psi)]`` over observed entries of each row in `rows`.
+def _logistic_rows(psi, rows, Y0, observed, off, trials, r, use_trials, const, out):
+    """``const_i + sum_j [y x - b softplus(x)]``, ``x = psi + off_i``, over observed entries of each
+    row in `rows` (``off_i`` is the row's offset, 0 without one).
 
     ``b = trials_ij`` (binomial) when `use_trials`, else ``y_ij + r_j`` (negative binomial).
     Each row's terms go to a buffer first (a loop LLVM vectorises) and are then summed in order.
@@ -377,7 +379,7 @@ def _logistic_rows(psi, rows, Y0, observed, trials, r, use_trials, const, out):
     for k in range(rows.size):
         i = rows[k]
         for j in range(J):
-            x = psi[k, j]
+            x = psi[k, j] + off[i]
             y = Y0[i, j]
             b = trials[i, j] if use_trials else y + r[j]
             term = y * x - b * _softplus(x)
@@ -447,8 +449,11 @@ class LogisticPG(Likelihood):
             trials = np.zeros((0, 0))
             r = self._r(params)
         out = np.empty(rows.size)
+        off = prep.extra.get("row_offset")
+        if off is None:
+            off = np.zeros(prep.Y0.shape[0])
         _logistic_rows(
-            np.ascontiguousarray(psi), rows, prep.Y0, prep.observed, trials, r, use_trials,
+            np.ascontiguousarray(psi), rows, prep.Y0, prep.observed, off, trials, r, use_trials,
             self._row_const(params, prep), out,
         )  # fmt: skip
         return out
@@ -460,11 +465,20 @@ class LogisticPG(Likelihood):
         return np.where(prep.observed, prep.Y0 + self._r(params)[None, :], 0.0)
 
     def _draw_beta(self, rng: np.random.Generator, Phi: np.ndarray, beta: np.ndarray, params, prep):
-        """``omega ~ PG(b, psi)`` then ``beta ~ N(V Phi^T kappa, V)`` for every column."""
+        """``omega ~ PG(b, psi)`` then ``beta ~ N(V Phi^T kappa, V)`` for every column.
+
+        With row offsets ``o`` (``psi = Phi beta + o``) the Gaussian in ``psi`` gives the same
+        precision and the mean term ``Phi^T (kappa - Omega o)``.
+        """
+        off = offset_of(prep)
         psi = Phi @ beta
+        if off is not None:
+            psi += off[:, None]
         b = self._b(params, prep)
         omega = draw_pg(rng, b, psi)
         kappa = np.where(prep.observed, prep.Y0, 0.0) - 0.5 * b
+        if off is not None:
+            kappa -= omega * off[:, None]
         return gaussian_weights(rng, Phi, omega, Phi.T @ kappa, self.prior_scale**-2)
 
     def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
