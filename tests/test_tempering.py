@@ -74,7 +74,7 @@ def _posterior_draws(n_levels: int, n_sweeps: int, seed: int):
 
     The data are smooth functions of one latent coordinate with noise 0.1 and the noise prior
     is tight (``b0 = 0.05``), so the levels (``b`` up to 30 times larger) have clearly different
-    posteriors: swaps accepted without the ratio shift the cold level's noise by about 20
+    posteriors: swaps accepted without the ratio shift the cold level's noise by about 16
     Monte Carlo errors.
     """
     data_rng = np.random.default_rng(11)
@@ -107,9 +107,9 @@ def _posterior_draws(n_levels: int, n_sweeps: int, seed: int):
 def test_cold_level_samples_the_untempered_posterior():
     # The plain sweep is exact (joint-distribution tests); the tempered run's cold level must
     # estimate the same posterior expectations, within the two runs' Monte Carlo errors.
-    plain, _ = _posterior_draws(1, 3000, seed=5)
-    tempered, rates = _posterior_draws(3, 3000, seed=6)
-    assert rates.accepted.sum() > 500 and rates.rates.min() > 0.05
+    plain, _ = _posterior_draws(1, 2000, seed=5)
+    tempered, rates = _posterior_draws(3, 2000, seed=6)
+    assert rates.accepted.sum() > 300 and rates.rates.min() > 0.05
     failures = []
     for name in plain:
         m1, se1 = batch_mean_se(plain[name])
