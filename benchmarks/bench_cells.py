@@ -81,7 +81,7 @@ def main() -> None:
             wall, cpu, end = run(state, saved, data, spec, args.sweeps, rng.bit_generator)
             walls.append(wall / args.sweeps)
             cpus.append(cpu / args.sweeps)
-            lls.append(digest(end))
+            lls.append(f"loglik {end.loglik!r}, state {digest(end)}")
         if args.profile:
             prof = cProfile.Profile()
             prof.enable()
@@ -93,7 +93,7 @@ def main() -> None:
         f"{args.dataset} {args.method} (trial {args.trial}, {Y.shape[0]} x {Y.shape[1]}, "
         f"K = {state.X.shape[1]}, K+ = {state.k_plus}): wall {statistics.median(walls):.3f} s/sweep, "
         f"CPU {statistics.median(cpus):.3f} s/sweep (median of {args.repeats} x {args.sweeps} sweeps "
-        f"after {args.warmup}); final state {lls[0]}{'' if same else ' (repeats DIFFER)'}"
+        f"after {args.warmup}); final {lls[0]}{'' if same else ' (repeats DIFFER)'}"
     )
 
 
