@@ -22,10 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Entries of ``psi + D B`` formed at once by :meth:`Likelihood.loglik_rows_shifted` (1 MiB:
-#: small enough to stay in cache between being written and being scored).
-_SHIFT_BLOCK = 2**17
-
 
 @dataclass(frozen=True)
 class Prepared:
@@ -70,31 +66,6 @@ class Likelihood(ABC):
     @abstractmethod
     def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
         """Log-likelihood of each row's observed entries; `psi` holds the rows `rows` (all ``J`` columns)."""
-
-    def loglik_rows_shifted(
-        self, psi: np.ndarray, D: np.ndarray, B: np.ndarray, params: dict, prep: Prepared
-    ) -> np.ndarray:
-        """``loglik_rows`` of every row at the predictor ``psi + D B`` (a rank-``r`` change,
-        ``D`` ``N x r``, ``B`` ``r x J``), without forming the ``N x J`` matrix.
-
-        Blocks of rows are formed in a buffer that stays in cache and scored at once, so the
-        result equals, bit for bit, forming all of ``psi + D B`` with
-        :func:`.low_rank.low_rank_add` first (each entry and each row's sum is computed the same
-        way), at a fraction of the memory traffic. A frequency proposal, mostly rejected, then
-        never writes an ``N x J`` array.
-        """
-        from .low_rank import low_rank_add
-
-        N, J = psi.shape
-        step = max(1, _SHIFT_BLOCK // max(J, 1))
-        buf = np.empty((min(step, N), J))
-        out = np.empty(N)
-        for start in range(0, N, step):
-            stop = min(N, start + step)
-            part = buf[: stop - start]
-            low_rank_add(psi[start:stop], D[start:stop], B, part)
-            out[start:stop] = self.loglik_rows(part, np.arange(start, stop), params, prep)
-        return out
 
     @abstractmethod
     def update_params(

@@ -5,7 +5,7 @@ their elliptical slice samplers at once, and the ``z_id`` likelihood ratios of o
 computed for all rows in one array operation (the rows are then visited in turn only for the
 slice sampler's ``pi*`` factor, in compiled code). A frequency proposal changes two columns of
 ``Phi``, so the linear predictor ``psi = Phi beta`` is updated by a rank-2 product instead of
-being recomputed, and only when the proposal is accepted.
+being recomputed.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from ..features import feature_map, frequency_columns
 from ..likelihoods.base import Likelihood, Prepared
-from ..likelihoods.low_rank import low_rank_add
 from . import ibp
 from .ess import elliptical_slice
 
@@ -82,25 +82,39 @@ def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedStat
     chols = np.linalg.cholesky(Sigma)
     accepted = 0
     ll_total = float(np.sum(fs.ll, dtype=np.float64))
+    # Proposals are mostly rejected: one N x J buffer takes every proposed psi and trades places
+    # with the current one only on acceptance, so no proposal allocates N x J memory.
+    spare = np.empty_like(fs.psi)
     for m in range(M):
         k = zeta[m]
         w_prop = mu[k] + chols[k] @ rng.standard_normal(K)
         log_u = math.log(rng.random())
         cols = [m, m + M]
         new_cols = frequency_columns(H, w_prop, M)
-        D, B = new_cols - fs.Phi[:, cols], fs.beta[cols]  # [cols]: a C copy
-        # Proposals are mostly rejected: the likelihood forms the proposed psi row by row, and
-        # only an accepted one is written (in place, to the same bits).
-        ll_prop = fs.lik.loglik_rows_shifted(fs.psi, D, B, fs.params, fs.prep)
+        _low_rank_update(fs.psi, new_cols - fs.Phi[:, cols], fs.beta[cols], spare)  # [cols]: a C copy
+        ll_prop = fs.lik.loglik_rows(spare, fs.all_rows, fs.params, fs.prep)
         total = float(np.sum(ll_prop, dtype=np.float64))
         if log_u < total - ll_total:
             W[m] = w_prop
             fs.Phi[:, cols] = new_cols
-            low_rank_add(fs.psi, D, B, fs.psi)
+            fs.psi, spare = spare, fs.psi
             fs.ll = ll_prop
             ll_total = total
             accepted += 1
     return accepted
+
+
+@njit(cache=True)
+def _low_rank_update(psi, D, B, out):
+    """``out = psi + D B`` in one pass (``D`` is N x r, ``B`` is r x J, r small)."""
+    N, J = psi.shape
+    r = D.shape[1]
+    for i in range(N):
+        for j in range(J):
+            acc = 0.0
+            for t in range(r):
+                acc += D[i, t] * B[t, j]
+            out[i, j] = psi[i, j] + acc
 
 
 __all__ = ["FactorisedState", "elliptical_slice", "update_w", "update_x", "update_z"]
