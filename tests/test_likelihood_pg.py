@@ -72,6 +72,20 @@ def test_pg_series_in_blocks_draws_the_same_values(monkeypatch):
     assert not np.array_equal(pg.draw_pg(np.random.default_rng(6), b, c), whole)
 
 
+def test_pg_series_terms_are_the_gamma_1_draws_of_the_generator():
+    # The series' Gamma(b, 1) terms come from standard_gamma (faster than gamma(b, 1.0)); the
+    # draws, and so every chain, are the ones gamma(b, 1.0) gives from the same state.
+    b = np.random.default_rng(1).uniform(1e-4, 0.009, size=300)
+    c = np.random.default_rng(2).normal(size=b.size)
+    rng = np.random.default_rng(5)
+    g = rng.gamma(np.broadcast_to(b[:, None], (b.size, pg._PG_SERIES_TERMS)), 1.0)
+    head, inv1, inv2 = pg._series_sums(g, c)
+    tail_mean = np.maximum(pg.pg_mean(1.0, c) - inv1, 1e-300)
+    tail_var = np.maximum(pg.pg_var(1.0, c) - inv2, 1e-300)
+    want = head + rng.gamma(b * tail_mean**2 / tail_var, tail_var / tail_mean)
+    np.testing.assert_array_equal(pg._pg_series(np.random.default_rng(5), b, c), want)
+
+
 @pytest.mark.parametrize(
     ("n", "r"),
     # Direct sums (n <= 200 or many tables expected) and skip-ahead (the rest).

@@ -195,15 +195,18 @@ class MultinomialLikelihood(Likelihood):
         with np.errstate(divide="ignore"):
             log_total = logsumexp(np.where(obs, psi, -np.inf), axis=1)
         tau = self.prior_scale**-2
-        # Column-major Phi: the scaled copies below are then column-major too, as syrk wants.
+        # Column-major Phi and one column-major buffer for its scaled copies, as syrk wants
+        # (a fresh N x L array per category cost page faults on every allocation).
         Phi_f = np.asfortranarray(Phi)
+        scaled = np.empty_like(Phi_f, order="F")
         xi, b, c, kappa = (np.empty(N) for _ in range(4))
         for j in range(J - 1):
             _category_terms(psi, j, log_total, obs, informative, n, prep.Y0, xi, b, c, kappa)
             omega = draw_pg(rng, b, c)
             rhs = (kappa + omega * np.where(b > 0.0, xi, 0.0)) @ Phi
             # Phi^T Omega Phi as a symmetric rank-N update: half the flops of a general product.
-            prec = _syrk(1.0, Phi_f * np.sqrt(omega)[:, None], trans=1, lower=1)
+            np.multiply(Phi_f, np.sqrt(omega)[:, None], out=scaled)
+            prec = _syrk(1.0, scaled, trans=1, lower=1)
             beta_j = _gaussian_draw(prec, tau, rhs, rng.standard_normal(L))
             beta[:, j] = beta_j
             _commit_category(psi, j, Phi @ beta_j, xi, obs, log_total)
