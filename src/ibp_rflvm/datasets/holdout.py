@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_random_state
+from .._validation import as_data_matrix, check_random_state
 
 
 def holdout_mask(Y, fraction: float = 0.2, random_state=None) -> tuple[np.ndarray, np.ndarray]:
@@ -19,9 +19,8 @@ def holdout_mask(Y, fraction: float = 0.2, random_state=None) -> tuple[np.ndarra
     """
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1); got {fraction}")
-    Y = np.asarray(Y, dtype=np.float64)
-    if Y.ndim != 2:
-        raise ValueError(f"Y must be 2-D; got shape {Y.shape}")
+    # Same reading as fit (pandas NA, numeric text, no inf); empty rows are the caller's choice.
+    Y = as_data_matrix(Y, min_rows=1, allow_empty=True)
     rng = check_random_state(random_state)
     observed = ~np.isnan(Y)
     flat = np.flatnonzero(observed)
