@@ -163,6 +163,7 @@ def _container(draw, Y: np.ndarray, text: bool):
     kinds = ["float", "object", "str", "list", "frame_na"]
     kinds += ["int", "frame_int"] if integral else []
     kinds += ["bool"] if binary else []
+    kinds += ["frame_bool"] if np.isin(Y[~nan], (0.0, 1.0)).all() else []
     kind = "str" if text else draw(st.sampled_from(kinds))
     if kind == "float":
         return Y
@@ -170,6 +171,9 @@ def _container(draw, Y: np.ndarray, text: bool):
         return Y.astype(np.int64)
     if kind == "bool":
         return Y.astype(bool)
+    if kind == "frame_bool":  # pandas' nullable boolean, NA where unobserved
+        frame = pd.DataFrame(np.where(nan, 0.0, Y).astype(bool)).astype("boolean")
+        return frame.mask(pd.DataFrame(nan), pd.NA)
     if kind == "frame_int":
         return pd.DataFrame(Y.astype(np.int64)).astype("Int64")
     if kind == "list":
@@ -185,6 +189,8 @@ def _container(draw, Y: np.ndarray, text: bool):
     out[nan] = "nan"
     if text:
         out[0, 0] = draw(st.sampled_from(["abc", "", "1,5", "two"]))
+        if draw(st.booleans()):
+            return pd.DataFrame(out)  # a text column in a frame
     return out.astype(str)
 
 
@@ -388,3 +394,17 @@ def test_count_likelihoods_never_warn_about_scale():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnscaledDataWarning)
         IBPRFLVM(likelihood="poisson", n_iter=2, n_frequencies=2, random_state=0).fit(Y)
+
+
+@pytest.mark.parametrize("lik", list(LIKELIHOODS))
+def test_transform_of_sparse_new_rows(lik):
+    """New rows with a single observed entry are placed; a row with none is a clear error."""
+    rng = np.random.default_rng(3)
+    Y = rng.integers(0, 2, size=(6, 3)).astype(float)
+    model = _estimator(True, lik).fit(Y)
+    one = np.array([[np.nan, 1.0, np.nan]])
+    _finite("transform", model.transform(one, n_sweeps=2, burn_in=1))
+    with pytest.raises(ValueError, match="no observed entry"):
+        model.transform(np.array([[np.nan] * 3, [1.0, 0.0, 1.0]]), n_sweeps=2, burn_in=1)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(np.ones((2, 4)), n_sweeps=2, burn_in=1)

@@ -26,13 +26,14 @@ def _indices(flags: np.ndarray, limit: int = 8) -> str:
     return text + (f" and {len(idx) - limit} more" if len(idx) > limit else "")
 
 
-def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: bool = False) -> np.ndarray:
+def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: tuple[str, ...] = ()) -> np.ndarray:
     """Return `Y` as a float64 ``N x J`` array with NaN marking unobserved entries.
 
     Raises ValueError for non-numeric data, the wrong number of dimensions, infinite values,
     and rows or columns with no observed entry at all (a latent position or a column weight
-    with nothing to learn from is almost always a data-preparation mistake) unless
-    `allow_empty` (held-out matrices are mostly NaN by design). pandas ``NA`` counts as NaN.
+    with nothing to learn from is almost always a data-preparation mistake), unless
+    `allow_empty` holds ``"rows"`` or ``"columns"`` (held-out matrices are mostly NaN by design;
+    new rows for ``transform`` need not observe every column). pandas ``NA`` counts as NaN.
     """
     if hasattr(Y, "tocsr") or type(Y).__module__.startswith("scipy.sparse"):
         raise TypeError(
@@ -78,13 +79,13 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: bool = Fa
         )
     nan = np.isnan(arr)
     empty_rows = nan.all(axis=1)
-    if empty_rows.any() and not allow_empty:
+    if empty_rows.any() and "rows" not in allow_empty:
         raise ValueError(
             f"{name} has {int(empty_rows.sum())} row(s) with no observed entry (all NaN): "
             f"rows {_indices(empty_rows)}; drop them before fitting"
         )
     empty_cols = nan.all(axis=0)
-    if empty_cols.any() and not allow_empty:
+    if empty_cols.any() and "columns" not in allow_empty:
         raise ValueError(
             f"{name} has {int(empty_cols.sum())} column(s) with no observed entry (all NaN): "
             f"columns {_indices(empty_cols)}; drop them before fitting"

@@ -190,7 +190,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
 
     def _heldout(self, Y_heldout):
         self._check_fitted()
-        Yh = as_data_matrix(Y_heldout, name="Y_heldout", min_rows=1, allow_empty=True)
+        Yh = as_data_matrix(Y_heldout, name="Y_heldout", min_rows=1, allow_empty=("rows", "columns"))
         if Yh.ndim == 2 and Yh.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Yh.shape[1]} features, but {type(self).__name__} is expecting "
@@ -255,7 +255,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         from .samplers.ess import elliptical_slice
 
         self._check_fitted()
-        Yn = as_data_matrix(Y_new, name="Y_new", min_rows=1)
+        Yn = as_data_matrix(Y_new, name="Y_new", min_rows=1, allow_empty=("columns",))
         if Yn.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Yn.shape[1]} features, but {type(self).__name__} is expecting "

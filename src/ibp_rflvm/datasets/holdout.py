@@ -20,7 +20,7 @@ def holdout_mask(Y, fraction: float = 0.2, random_state=None) -> tuple[np.ndarra
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1); got {fraction}")
     # Same reading as fit (pandas NA, numeric text, no inf); empty rows are the caller's choice.
-    Y = as_data_matrix(Y, min_rows=1, allow_empty=True)
+    Y = as_data_matrix(Y, min_rows=1, allow_empty=("rows", "columns"))
     rng = check_random_state(random_state)
     observed = ~np.isnan(Y)
     flat = np.flatnonzero(observed)
