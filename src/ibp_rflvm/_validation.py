@@ -100,7 +100,7 @@ def _na_as_nan(Y):
     an ``Int64`` column fails with a TypeError about ``NAType``. Anything that is not numeric
     is left for the caller's own message.
     """
-    if type(Y).__module__.startswith("pandas"):
+    if type(Y).__module__.startswith("pandas") and hasattr(Y, "to_numpy"):
         try:
             return Y.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError):
