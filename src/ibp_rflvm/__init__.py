@@ -4,8 +4,9 @@ The IBP random Fourier feature latent variable model (IBP-RFLVM) and its dense c
 sampled by MCMC.
 """
 
+from ._validation import UnscaledDataWarning
 from .datasets.holdout import holdout_mask
 from .estimator import IBPRFLVM, RFLVM, ChainsDisagreeWarning
 
-__all__ = ["IBPRFLVM", "RFLVM", "ChainsDisagreeWarning", "holdout_mask"]
+__all__ = ["IBPRFLVM", "RFLVM", "ChainsDisagreeWarning", "UnscaledDataWarning", "holdout_mask"]
 __version__ = "0.1.0"

@@ -53,7 +53,9 @@ def check_missing_mask(missing_mask, shape: tuple[int, ...], name: str = "missin
     return mask
 
 
-def data_matrix(Y, missing_mask=None, name: str = "Y", min_rows: int = 2) -> np.ndarray:
+def data_matrix(
+    Y, missing_mask=None, name: str = "Y", min_rows: int = 2, allow_empty: tuple[str, ...] = ()
+) -> np.ndarray:
     """The ``N x J`` float64 array the chain works on, NaN at the unobserved entries.
 
     Dense input without a mask goes through :func:`as_data_matrix` unchanged. Otherwise the
@@ -61,15 +63,16 @@ def data_matrix(Y, missing_mask=None, name: str = "Y", min_rows: int = 2) -> np.
     ``inf`` is not an error), and then the same checks run.
     """
     if is_sparse(Y):
-        return _sparse_matrix(Y, missing_mask, name, min_rows)
+        return _sparse_matrix(Y, missing_mask, name, min_rows, allow_empty)
+    kw = {"name": name, "min_rows": min_rows, "allow_empty": allow_empty}
     if missing_mask is None:
-        return as_data_matrix(Y, name=name, min_rows=min_rows)
+        return as_data_matrix(Y, **kw)
     arr = _real_copy(Y)
     if arr is None or arr.ndim != 2:
         # Not real numbers, ragged, or the wrong shape: as_data_matrix says which.
-        return as_data_matrix(Y, name=name, min_rows=min_rows)
+        return as_data_matrix(Y, **kw)
     arr[check_missing_mask(missing_mask, arr.shape)] = np.nan
-    return as_data_matrix(arr, name=name, min_rows=min_rows)
+    return as_data_matrix(arr, **kw)
 
 
 def _real_copy(Y) -> np.ndarray | None:
@@ -85,7 +88,9 @@ def _real_copy(Y) -> np.ndarray | None:
     return arr.astype(np.float64, copy=True)
 
 
-def _sparse_matrix(Y, missing_mask, name: str, min_rows: int) -> np.ndarray:
+def _sparse_matrix(
+    Y, missing_mask, name: str, min_rows: int, allow_empty: tuple[str, ...] = ()
+) -> np.ndarray:
     if Y.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix; got a {Y.ndim}-D sparse array with shape {Y.shape}")
     dtype = Y.dtype
@@ -117,14 +122,17 @@ def _sparse_matrix(Y, missing_mask, name: str, min_rows: int) -> np.ndarray:
     del coo, data
     if mask is not None:
         out[mask] = np.nan
-    _check_not_empty(out, name)
+    _check_not_empty(out, name, allow_empty)
     return out
 
 
-def _check_not_empty(arr: np.ndarray, name: str) -> None:
-    """A row or column with no observed entry has nothing to learn from (as for dense input)."""
+def _check_not_empty(arr: np.ndarray, name: str, allow_empty: tuple[str, ...] = ()) -> None:
+    """A row or column with no observed entry has nothing to learn from (as for dense input),
+    unless the caller allows it (held-out matrices, new rows)."""
     nan = np.isnan(arr)
     for axis, what in ((1, "row"), (0, "column")):
+        if what + "s" in allow_empty:
+            continue
         empty = nan.all(axis=axis)
         if empty.any():
             raise ValueError(

@@ -7,6 +7,8 @@ sampler with a NumPy traceback, and never produce a silently wrong result.
 from __future__ import annotations
 
 import numbers
+import sys
+import warnings
 
 import numpy as np
 
@@ -24,18 +26,21 @@ def _indices(flags: np.ndarray, limit: int = 8) -> str:
     return text + (f" and {len(idx) - limit} more" if len(idx) > limit else "")
 
 
-def as_data_matrix(Y, name: str = "Y", min_rows: int = 2) -> np.ndarray:
+def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: tuple[str, ...] = ()) -> np.ndarray:
     """Return `Y` as a float64 ``N x J`` array with NaN marking unobserved entries.
 
     Raises ValueError for non-numeric data, the wrong number of dimensions, infinite values,
     and rows or columns with no observed entry at all (a latent position or a column weight
-    with nothing to learn from is almost always a data-preparation mistake).
+    with nothing to learn from is almost always a data-preparation mistake), unless
+    `allow_empty` holds ``"rows"`` or ``"columns"`` (held-out matrices are mostly NaN by design;
+    new rows for ``transform`` need not observe every column). pandas ``NA`` counts as NaN.
     """
     if hasattr(Y, "tocsr") or type(Y).__module__.startswith("scipy.sparse"):
         raise TypeError(
             f"Sparse data was passed as {name}, but dense data is required (sparse input is not "
             "supported); use .toarray(), with NaN for unobserved entries"
         )
+    Y = _na_as_nan(Y)
     try:
         arr = np.asarray(Y)
     except Exception as exc:  # ragged nested lists and similar
@@ -74,13 +79,13 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2) -> np.ndarray:
         )
     nan = np.isnan(arr)
     empty_rows = nan.all(axis=1)
-    if empty_rows.any():
+    if empty_rows.any() and "rows" not in allow_empty:
         raise ValueError(
             f"{name} has {int(empty_rows.sum())} row(s) with no observed entry (all NaN): "
             f"rows {_indices(empty_rows)}; drop them before fitting"
         )
     empty_cols = nan.all(axis=0)
-    if empty_cols.any():
+    if empty_cols.any() and "columns" not in allow_empty:
         raise ValueError(
             f"{name} has {int(empty_cols.sum())} column(s) with no observed entry (all NaN): "
             f"columns {_indices(empty_cols)}; drop them before fitting"
@@ -88,8 +93,32 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2) -> np.ndarray:
     return arr
 
 
+def _na_as_nan(Y):
+    """pandas objects and object arrays with ``pd.NA`` (nullable dtypes), NaN in place of NA.
+
+    numpy cannot turn ``pd.NA`` into a float, so without this a frame with a missing value in
+    an ``Int64`` column fails with a TypeError about ``NAType``. Anything that is not numeric
+    is left for the caller's own message.
+    """
+    if type(Y).__module__.startswith("pandas") and hasattr(Y, "to_numpy"):
+        try:
+            return Y.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            Y = Y.to_numpy(dtype=object)
+    pd = sys.modules.get("pandas")  # pd.NA can only exist when pandas is imported
+    if pd is not None and isinstance(Y, np.ndarray) and Y.dtype == object:
+        na = np.asarray(pd.isna(Y), dtype=bool)
+        if na.any():
+            Y = np.where(na, np.nan, Y)
+    return Y
+
+
+#: The largest count accepted: float64 holds every integer up to 2^53, none reliably above.
+MAX_COUNT = 2.0**53
+
+
 def check_counts(Y: np.ndarray, name: str = "Y", what: str = "a count likelihood") -> None:
-    """Observed entries must be finite non-negative integers."""
+    """Observed entries must be finite non-negative integers, at most :data:`MAX_COUNT`."""
     obs = ~np.isnan(Y)
     neg = obs & (Y < 0)
     if neg.any():
@@ -103,6 +132,71 @@ def check_counts(Y: np.ndarray, name: str = "Y", what: str = "a count likelihood
             f"{name} has {int(frac.sum())} non-integer value(s) at (row, column) "
             f"{_positions(frac)}; {what} needs integer counts (round or choose "
             f"likelihood='gaussian')"
+        )
+    huge = obs & (np.where(obs, Y, 0.0) > MAX_COUNT)
+    if huge.any():
+        raise ValueError(
+            f"{name} has {int(huge.sum())} count(s) above 2^53 (float64 cannot hold such integers "
+            f"exactly) at (row, column) {_positions(huge)}; {what} needs smaller counts: rescale "
+            "them or model log counts with likelihood='gaussian'"
+        )
+
+
+#: Gaussian data beyond this magnitude would overflow float64 in the sums of squares.
+MAX_GAUSSIAN = 1e100
+
+#: Column root-mean-squares outside this range, or differing by more than SCALE_RATIO, warn.
+SCALE_RANGE = (1e-3, 1e3)
+SCALE_RATIO = 1e4
+
+
+class UnscaledDataWarning(UserWarning):
+    """Gaussian data far from unit scale: the priors assume centred, standardised columns."""
+
+
+def check_magnitude(Y: np.ndarray, name: str = "Y") -> None:
+    """Gaussian entries must be below :data:`MAX_GAUSSIAN` in absolute value."""
+    big = np.abs(np.nan_to_num(Y, nan=0.0)) > MAX_GAUSSIAN
+    if big.any():
+        raise ValueError(
+            f"{name} has {int(big.sum())} value(s) above {MAX_GAUSSIAN:.0e} in absolute value at "
+            f"(row, column) {_positions(big)}; their squares overflow float64 in the Gaussian "
+            "likelihood: standardise the columns (e.g. sklearn.preprocessing.StandardScaler)"
+        )
+
+
+def warn_if_unscaled(Y: np.ndarray, name: str = "Y") -> None:
+    """Warn when Gaussian columns are far from unit scale or differ widely in scale.
+
+    The Gaussian likelihood has no bias feature by default, unit-scale weight priors and an
+    ``InvGamma(1, 1)`` noise prior, so it expects centred columns of scale about 1. The scale
+    of a column is the root-mean-square of its observed entries (an uncentred column counts
+    as large); all-zero columns are ignored.
+    """
+    # Scaled by each column's largest entry first, so that neither 1e150 nor 1e-300 over- or
+    # underflows in the square.
+    top = np.nanmax(np.abs(Y), axis=0)
+    unit = np.where(top > 0, top, 1.0)
+    rms = top * np.sqrt(np.nanmean(np.square(Y / unit), axis=0))
+    live = rms > 0
+    if not live.any():
+        return
+    lo, hi = SCALE_RANGE
+    outside = live & ((rms < lo) | (rms > hi))
+    small, large = np.min(rms[live]), np.max(rms[live])
+    ratio = large / small
+    if outside.any() or ratio > SCALE_RATIO:
+        j_small = int(np.flatnonzero(rms == small)[0])
+        j_large = int(np.flatnonzero(rms == large)[0])
+        warnings.warn(
+            f"columns of {name} are not standardised: their root-mean-square ranges from "
+            f"{small:.3g} (column {j_small}) to {large:.3g} (column {j_large}), a factor of "
+            f"{ratio:.3g}; the Gaussian likelihood expects centred columns of scale about 1 "
+            f"(within {lo:g}..{hi:g}, ratio at most {SCALE_RATIO:g}). Standardise them (e.g. "
+            "sklearn.preprocessing.StandardScaler, ignoring NaN) and undo the scaling on "
+            "predictions; otherwise small-scale columns are fitted as noise",
+            UnscaledDataWarning,
+            stacklevel=4,
         )
 
 

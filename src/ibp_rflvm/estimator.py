@@ -12,11 +12,19 @@ import os
 import warnings
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, TransformerMixin
 from threadpoolctl import threadpool_limits
 
 from ._sparse import data_matrix, heldout_matrix
-from ._validation import check_int, check_positive, check_random_state, resolve_burn_in
+from ._validation import (
+    as_data_matrix,
+    check_int,
+    check_positive,
+    check_random_state,
+    resolve_burn_in,
+    warn_if_unscaled,
+)
 from .chain import run_chain
 from .effective import DEFAULT_THRESHOLD, dimension_importance
 from .effective import effective_dimensions as _count_effective
@@ -118,6 +126,8 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         spec = self._spec()
         lik = spec.likelihood
         lik.validate(Yv)
+        if lik.kind == "real":
+            warn_if_unscaled(Yv)
         burn = self._burn_in()
         every = check_int("checkpoint_every", self.checkpoint_every, 1)
         rngs = self._chain_generators()
@@ -233,7 +243,10 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
 
     def _heldout(self, Y_heldout, missing_mask=None):
         self._check_fitted()
-        Yh = np.asarray(heldout_matrix(Y_heldout, missing_mask), dtype=np.float64)
+        Yh = as_data_matrix(
+            heldout_matrix(Y_heldout, missing_mask), name="Y_heldout", min_rows=1,
+            allow_empty=("rows", "columns"),
+        )
         if Yh.ndim == 2 and Yh.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Yh.shape[1]} features, but {type(self).__name__} is expecting "
@@ -243,8 +256,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         if Yh.shape != expected:
             raise ValueError(f"Y_heldout must have the training shape {expected}; got {Yh.shape}")
         rows, cols, vals = heldout_entries(Yh)
-        if self.spec_.likelihood.kind == "counts":
-            self.spec_.likelihood.validate(np.where(np.isnan(Yh), 0.0, Yh))
+        self.spec_.likelihood.validate(np.where(np.isnan(Yh), 0.0, Yh))
         unique_rows, row_pos = np.unique(rows, return_inverse=True)
         return unique_rows, row_pos, cols, vals
 
@@ -273,6 +285,11 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
         each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3). Held-out entries
         as in :meth:`pointwise_log_predictive`."""
+        if self.spec_.likelihood.kind != "counts":
+            raise ValueError(
+                f"perplexity is defined for count data; this model uses the {self.likelihood!r} "
+                "likelihood (use score or log_predictive_density)"
+            )
         unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
         lik = self.spec_.likelihood
         rows_kw = _rows_kw(lik, unique_rows, self._data.prep)
@@ -310,7 +327,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         from .samplers.ess import elliptical_slice
 
         self._check_fitted()
-        Yn = data_matrix(Y_new, missing_mask, name="Y_new", min_rows=1)
+        Yn = data_matrix(Y_new, missing_mask, name="Y_new", min_rows=1, allow_empty=("columns",))
         if Yn.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Yn.shape[1]} features, but {type(self).__name__} is expecting "
@@ -346,7 +363,8 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
                     H_alt[:, d] = X[:, d] * (1 - Z[:, d])
                     ll_alt = loglik(H_alt, rows_all)
                     delta = np.where(Z[:, d] == 1, ll - ll_alt, ll_alt - ll)
-                    p_one = 1.0 / (1.0 + np.exp(-(log_odds_prior[d] + delta)))
+                    # expit, not 1/(1+exp(-t)): large counts give |t| in the thousands.
+                    p_one = expit(log_odds_prior[d] + delta)
                     z_new = (rng.random(n) < p_one).astype(np.int8)
                     ll = np.where(z_new != Z[:, d], ll_alt, ll)
                     Z[:, d] = z_new

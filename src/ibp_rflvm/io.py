@@ -44,7 +44,8 @@ def read_matrix(path: str | Path, key: str | None = None) -> tuple[np.ndarray, l
                 raise ValueError(f"{path} has no array {key!r}; it holds {names}")
             return archive[key], None
     text = path.read_text(encoding="utf-8-sig")
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # Only lines of spaces are blank: a line of tabs (or commas) is a row of empty cells.
+    lines = [ln for ln in text.splitlines() if ln.strip(" ")]
     if not lines:
         raise ValueError(f"{path} is empty")
     sample = "\n".join(lines[:20])
@@ -52,7 +53,10 @@ def read_matrix(path: str | Path, key: str | None = None) -> tuple[np.ndarray, l
         dialect = csv.Sniffer().sniff(sample, delimiters=",\t;")
         rows = list(csv.reader(lines, dialect))
     except csv.Error:
-        rows = [ln.split() for ln in lines]
+        # The sniffer gives up on ragged files too; splitting "1,2" on whitespace would then
+        # read it as one text cell (a header), so a delimiter seen on the first line wins.
+        seen = [d for d in ",\t;" if d in lines[0]]
+        rows = list(csv.reader(lines, delimiter=seen[0])) if seen else [ln.split() for ln in lines]
     first = [c.strip() for c in rows[0]]
     second = [c.strip() for c in rows[1]] if len(rows) > 1 else []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._sparse import check_missing_mask, is_sparse
-from .._validation import check_random_state
+from .._validation import as_data_matrix, check_random_state
 
 
 def holdout_mask(
@@ -41,9 +41,8 @@ def holdout_mask(
         stored_nan = np.isnan(np.asarray(coo.data, dtype=np.float64))
         observed[coo.row[stored_nan], coo.col[stored_nan]] = False
     else:
-        Y = np.asarray(Y, dtype=np.float64)
-        if Y.ndim != 2:
-            raise ValueError(f"Y must be 2-D; got shape {Y.shape}")
+        # Same reading as fit (pandas NA, numeric text, no inf); empty rows are the caller's choice.
+        Y = as_data_matrix(Y, min_rows=1, allow_empty=("rows", "columns"))
         observed = ~np.isnan(Y)
     if missing_mask is not None:
         observed &= ~check_missing_mask(missing_mask, Y.shape)

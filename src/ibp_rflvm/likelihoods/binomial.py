@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, gammaln
 
-from .._validation import _positions
+from .._validation import MAX_COUNT, _positions
 from .base import Prepared
 from .polya_gamma import LogisticPG, check_finite_counts, softplus
 
@@ -36,6 +36,8 @@ class BinomialLikelihood(LogisticPG):
             raise ValueError(f"n_trials must be an int or an N x J array; got shape {n.shape}")
         if not np.all(np.isfinite(n)) or np.any(n < 0) or np.any(n != np.floor(n)):
             raise ValueError("n_trials must hold non-negative integers")
+        if np.any(n > MAX_COUNT):
+            raise ValueError("n_trials must be at most 2^53 (float64 holds larger integers inexactly)")
         self.n_trials = n
 
     def _n_matrix(self, shape: tuple) -> np.ndarray:

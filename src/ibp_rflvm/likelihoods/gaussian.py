@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 from scipy.linalg import cho_solve, cholesky, solve_triangular
 
+from .._validation import check_magnitude
 from ..features import frequency_columns, row_features
 from ..row_cache import (
     FAST,
@@ -381,7 +382,8 @@ class GaussianLikelihood:
         self.prior = GaussianPrior(float(a0), float(b0))
 
     def validate(self, Y: np.ndarray) -> None:
-        """Any finite real value is admissible (checked already by the generic validation)."""
+        """Finite (checked by the generic validation) and small enough to square safely."""
+        check_magnitude(Y)
 
     def prepare(self, Y: np.ndarray) -> Prepared:
         observed = ~np.isnan(Y)
