@@ -28,7 +28,6 @@ in bold (the PCA rows are references and never bold).
 
 from __future__ import annotations
 
-import csv
 import warnings
 import zlib
 from collections.abc import Sequence
@@ -39,7 +38,15 @@ import numpy as np
 
 from .cells import dataset_arrays, split_for
 from .experiments import LATENT_TABLES, METHODS, TABLES, RunConfig, _dataset_kind
-from .report import DATASET_TITLES, Entry, _latex_escape, _mark_best, _summarise
+from .report import (
+    DATASET_TITLES,
+    Entry,
+    _latex_escape,
+    _mark_best,
+    _summarise,
+    cell_markup,
+    write_table_files,
+)
 from .store import load_latent
 
 __all__ = ["KNN_FOLDS", "KNN_NEIGHBOURS", "knn_accuracy", "knn_seed", "pca_scores", "write_latent_table"]
@@ -293,10 +300,9 @@ def write_latent_table(
                 e = entries[d][key]
                 text = e.text("fixed3")
                 short = 0 < e.n < trials
-                cells_md.append((f"**{text}**" if e.best else text) + ("†" if short else ""))
-                cells_tex.append(
-                    (rf"\textbf{{{text}}}" if e.best else text) + (r"$^\dagger$" if short else "")
-                )
+                md_cell, tex_cell = cell_markup(text, e.best, short)
+                cells_md.append(md_cell)
+                cells_tex.append(tex_cell)
                 rows_csv.append(
                     {
                         "table": table,
@@ -316,13 +322,4 @@ def write_latent_table(
             tex.append(" & ".join(cells_tex) + r" \\")
         md.append("")
         tex += [r"\end{tabular}", r"\end{table}", ""]
-    md += ["Notes:", ""] + [f"* {n}" for n in notes] + [""]
-    tex += ["% Notes:"] + [f"% {n}" for n in notes] + [""]
-    paths = [folder / f"{table}.md", folder / f"{table}.csv", folder / f"{table}.tex"]
-    paths[0].write_text("\n".join(md), encoding="utf-8")
-    with open(paths[1], "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows_csv[0]) if rows_csv else ["table"])
-        w.writeheader()
-        w.writerows(rows_csv)
-    paths[2].write_text("\n".join(tex), encoding="utf-8")
-    return paths
+    return write_table_files(folder, table, md, tex, rows_csv, notes)

@@ -312,6 +312,34 @@ def _latex_escape(s: str) -> str:
     return s
 
 
+def cell_markup(text: str, best: bool, short: bool) -> tuple[str, str]:
+    """One table cell in Markdown and LaTeX: bold when best, a dagger when trials are missing."""
+    md = (f"**{text}**" if best else text) + ("†" if short else "")
+    tex = (rf"\textbf{{{text}}}" if best else text) + (r"$^\dagger$" if short else "")
+    return md, tex
+
+
+def write_table_files(
+    folder: Path,
+    table: str,
+    md: list[str],
+    tex: list[str],
+    rows_csv: list[dict[str, Any]],
+    notes: Sequence[str],
+) -> list[Path]:
+    """Append the notes and write ``<table>.md``, ``.csv`` and ``.tex`` into `folder`."""
+    md = md + ["Notes:", ""] + [f"* {n}" for n in notes] + [""]
+    tex = tex + ["% Notes:"] + [f"% {n}" for n in notes] + [""]
+    paths = [folder / f"{table}.md", folder / f"{table}.csv", folder / f"{table}.tex"]
+    paths[0].write_text("\n".join(md), encoding="utf-8")
+    with open(paths[1], "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows_csv[0]) if rows_csv else ["table"])
+        w.writeheader()
+        w.writerows(rows_csv)
+    paths[2].write_text("\n".join(tex), encoding="utf-8")
+    return paths
+
+
 def write_table(
     out: str | Path,
     table: str,
@@ -362,9 +390,9 @@ def write_table(
                 for e, source in pairs:
                     text = e.text(block.style)
                     short = source == "ours" and 0 < e.n < trials
-                    cells_md.append((f"**{text}**" if e.best else text) + ("†" if short else ""))
-                    bold_tex = rf"\textbf{{{text}}}" if e.best else text
-                    cells_tex.append(bold_tex + (r"$^\dagger$" if short else ""))
+                    md_cell, tex_cell = cell_markup(text, e.best, short)
+                    cells_md.append(md_cell)
+                    cells_tex.append(tex_cell)
                     rows_csv.append(
                         {
                             "table": table,
@@ -383,16 +411,7 @@ def write_table(
             tex.append(" & ".join(cells_tex) + r" \\")
         md.append("")
         tex += [r"\end{tabular}", "}", r"\end{table}", ""]
-    md += ["Notes:", ""] + [f"* {n}" for n in notes] + [""]
-    tex += ["% Notes:"] + [f"% {n}" for n in notes] + [""]
-    paths = [folder / f"{table}.md", folder / f"{table}.csv", folder / f"{table}.tex"]
-    paths[0].write_text("\n".join(md), encoding="utf-8")
-    with open(paths[1], "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows_csv[0]) if rows_csv else ["table"])
-        w.writeheader()
-        w.writerows(rows_csv)
-    paths[2].write_text("\n".join(tex), encoding="utf-8")
-    return paths
+    return write_table_files(folder, table, md, tex, rows_csv, notes)
 
 
 def write_figure(
