@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import _indices, as_data_matrix
+from ._validation import as_data_matrix, check_not_empty
 
 
 def is_sparse(Y) -> bool:
@@ -122,23 +122,8 @@ def _sparse_matrix(
     del coo, data
     if mask is not None:
         out[mask] = np.nan
-    _check_not_empty(out, name, allow_empty)
+    check_not_empty(np.isnan(out), name, allow_empty, how="all masked or NaN")
     return out
-
-
-def _check_not_empty(arr: np.ndarray, name: str, allow_empty: tuple[str, ...] = ()) -> None:
-    """A row or column with no observed entry has nothing to learn from (as for dense input),
-    unless the caller allows it (held-out matrices, new rows)."""
-    nan = np.isnan(arr)
-    for axis, what in ((1, "row"), (0, "column")):
-        if what + "s" in allow_empty:
-            continue
-        empty = nan.all(axis=axis)
-        if empty.any():
-            raise ValueError(
-                f"{name} has {int(empty.sum())} {what}(s) with no observed entry (all masked or NaN): "
-                f"{what}s {_indices(empty)}; drop them before fitting"
-            )
 
 
 def heldout_matrix(Y_heldout, missing_mask=None) -> np.ndarray:

@@ -77,20 +77,24 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: tuple[str
             f"{name} contains {int(inf.sum())} infinite value(s) at (row, column) "
             f"{_positions(inf)}; use NaN for unobserved entries"
         )
-    nan = np.isnan(arr)
-    empty_rows = nan.all(axis=1)
-    if empty_rows.any() and "rows" not in allow_empty:
-        raise ValueError(
-            f"{name} has {int(empty_rows.sum())} row(s) with no observed entry (all NaN): "
-            f"rows {_indices(empty_rows)}; drop them before fitting"
-        )
-    empty_cols = nan.all(axis=0)
-    if empty_cols.any() and "columns" not in allow_empty:
-        raise ValueError(
-            f"{name} has {int(empty_cols.sum())} column(s) with no observed entry (all NaN): "
-            f"columns {_indices(empty_cols)}; drop them before fitting"
-        )
+    check_not_empty(np.isnan(arr), name, allow_empty)
     return arr
+
+
+def check_not_empty(
+    unobserved: np.ndarray, name: str, allow_empty: tuple[str, ...] = (), how: str = "all NaN"
+) -> None:
+    """Refuse rows or columns with no observed entry (nothing to learn from), unless
+    `allow_empty` names them; `how` says in the message what made them unobserved."""
+    for axis, what in ((1, "row"), (0, "column")):
+        if what + "s" in allow_empty:
+            continue
+        empty = unobserved.all(axis=axis)
+        if empty.any():
+            raise ValueError(
+                f"{name} has {int(empty.sum())} {what}(s) with no observed entry ({how}): "
+                f"{what}s {_indices(empty)}; drop them before fitting"
+            )
 
 
 def _na_as_nan(Y):
