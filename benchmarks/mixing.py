@@ -27,7 +27,8 @@ THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
 
 
 class _Estimator(IBPRFLVM):
-    """IBPRFLVM with the frequency update chosen by `--frequency-update` (a ModelSpec option)."""
+    """IBPRFLVM with the frequency update chosen by `--frequency-update` (a ModelSpec option,
+    set on the instance after construction)."""
 
     frequency_update = "mh"
 
@@ -40,11 +41,12 @@ def _chain(
     frequency_update="mh",
 ):
     t0 = time.perf_counter()
-    _Estimator.frequency_update = frequency_update
     est = _Estimator(
         likelihood=likelihood, n_iter=n_iter, init_dims=init_dims, random_state=seed, sampler=sampler,
         alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1],
-    ).fit(Y_train)
+    )
+    est.frequency_update = frequency_update
+    est.fit(Y_train)
     seconds = time.perf_counter() - t0
     out = {
         "init_dims": init_dims,

@@ -6,6 +6,8 @@ from scipy.stats import multivariate_t
 
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import gaussian as g
+from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.model import ModelSpec
 from ibp_rflvm.samplers import dp_mixture
 
 PRIOR = g.GaussianPrior(a0=1.3, b0=0.7)
@@ -72,13 +74,19 @@ def test_z_kernel_rank_two_updates_match_direct():
     _assert_cache_matches(cache, Phi, Y)
 
 
-def test_frequency_rank_four_updates_match_direct():
+def _frequency_problem():
+    """A state for the frequency updates: rng, ``H``, ``W``, mixture, ``Phi``, ``Y`` and cache."""
     rng, X, Z, W, Y = _problem(seed=2)
     H = X * Z
     Phi = feature_map(H, W)
     cache = g.build_cache(Phi, Y, PRIOR)
     zeta = rng.integers(0, 2, W.shape[0])
     mu, Sigma = dp_mixture.sample_components(rng, W, zeta, 1.0)
+    return rng, H, W, zeta, mu, Sigma, Phi, Y, cache
+
+
+def test_frequency_rank_four_updates_match_direct():
+    rng, H, W, zeta, mu, Sigma, Phi, Y, cache = _frequency_problem()
     W0 = W.copy()
     accepted, carried = g.mh_frequencies(rng, H, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
     assert accepted == np.count_nonzero(np.any(W != W0, axis=1))
@@ -89,12 +97,7 @@ def test_frequency_rank_four_updates_match_direct():
 
 
 def test_frequency_ess_updates_match_direct():
-    rng, X, Z, W, Y = _problem(seed=2)
-    H = X * Z
-    Phi = feature_map(H, W)
-    cache = g.build_cache(Phi, Y, PRIOR)
-    zeta = rng.integers(0, 2, W.shape[0])
-    mu, Sigma = dp_mixture.sample_components(rng, W, zeta, 1.0)
+    rng, H, W, zeta, mu, Sigma, Phi, Y, cache = _frequency_problem()
     W0 = W.copy()
     n_evals, carried = g.ess_frequencies(rng, H, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
     # ESS always moves: every frequency changes, after at least one evaluation each.
@@ -103,6 +106,14 @@ def test_frequency_ess_updates_match_direct():
     np.testing.assert_allclose(Phi, feature_map(H, W), atol=1e-12)
     _assert_cache_matches(cache, Phi, Y)
     assert carried == pytest.approx(cache.loglik, rel=1e-12, abs=1e-8)
+
+
+def test_frequency_update_names_are_checked():
+    with pytest.raises(ValueError, match="frequency_update must be one of"):
+        ModelSpec(frequency_update="gibbs")
+    # The count likelihoods' frequency step is MH only: asking for ESS there must not pass silently.
+    with pytest.raises(ValueError, match="collapsed Gaussian only"):
+        ModelSpec(frequency_update="ess", likelihood=make_likelihood("poisson"))
 
 
 def test_frequency_updates_stay_accurate_at_large_n():

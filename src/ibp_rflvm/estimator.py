@@ -77,7 +77,6 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             likelihood=lik,
             moves=self._ibp and not paper,
             scaled_start=not paper,
-            frequency_update="mh",
         )
 
     def _burn_in(self) -> int:

@@ -19,6 +19,9 @@ from .likelihoods import gaussian
 from .likelihoods.base import Prepared
 from .samplers import dimension_moves, dp_mixture, factorised, ibp, whole_dimension
 
+#: Frequency updates of the collapsed Gaussian's sweep, by `ModelSpec.frequency_update`.
+FREQUENCY_UPDATES = {"mh": gaussian.mh_frequencies, "ess": gaussian.ess_frequencies}
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -31,10 +34,11 @@ class ModelSpec:
     `moves` adds the dimension moves of SPEC 2.2 to every IBP sweep (joint ``(z, x)`` flips and
     singleton birth/death, with new ``x`` proposed from ``N(0, flip_scale^2)``); `scaled_start`
     scales the PCA start so that ``H W^T`` has variance about 2 whatever the number of
-    dimensions. `frequency_update` is ``"ess"`` (elliptical slice sampling of each frequency
-    under its mixture component) or ``"mh"`` (the paper's prior-proposal Metropolis-Hastings).
-    The library's default is all of these; the paper's sweep and start are
-    ``moves=False, scaled_start=False, frequency_update="mh"``.
+    dimensions. Both are the library's default; the paper's sweep and start are
+    ``moves=False, scaled_start=False``. `frequency_update` is ``"mh"`` (the paper's
+    prior-proposal Metropolis-Hastings, used by both) or ``"ess"`` (elliptical slice sampling of
+    each frequency under its mixture component, collapsed Gaussian only; measured, not adopted:
+    docs/sampler.md section 4).
     """
 
     n_frequencies: int = 50
@@ -52,6 +56,14 @@ class ModelSpec:
     scaled_start: bool = True
     whole_move: str | None = None
     frequency_update: str = "mh"
+
+    def __post_init__(self) -> None:
+        if self.frequency_update not in FREQUENCY_UPDATES:
+            raise ValueError(
+                f"frequency_update must be one of {sorted(FREQUENCY_UPDATES)}; got {self.frequency_update!r}"
+            )
+        if self.frequency_update == "ess" and not self.likelihood.collapsed:
+            raise ValueError("frequency_update='ess' is implemented for the collapsed Gaussian only")
 
     @property
     def gaussian_prior(self) -> gaussian.GaussianPrior:
@@ -310,7 +322,7 @@ def sweep(
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
         info["x_evals"] = gaussian.ess_rows(rng, *_kernel_args(w, spec, Phi, cache))
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
-        update = gaussian.ess_frequencies if spec.frequency_update == "ess" else gaussian.mh_frequencies
+        update = FREQUENCY_UPDATES[spec.frequency_update]
         info["w_accepted"], _ = update(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, Phi, w.Y, cache, lik.prior)
     else:
         if fs is None:

@@ -151,13 +151,7 @@ def run_tempered(
     return ChainResult(state=states[0], record=record), rates
 
 
-def suggested_ladder(b0: float, n_levels: int) -> Ladder:
-    """A default ladder: scales up to ``5 b0``, the range whose swap rates SPEC 2.2 measured
-    on Cambridge as 0.02-0.39 with 8 levels; fewer levels keep the same top."""
-    return Ladder.geometric(b0, 5.0, n_levels) if n_levels > 1 else Ladder((float(b0),))
-
-
 __all__ = [
     "Ladder", "SwapRates", "init_levels", "level_logliks", "level_specs", "run_tempered",
-    "suggested_ladder", "tempered_sweep",
+    "tempered_sweep",
 ]  # fmt: skip
