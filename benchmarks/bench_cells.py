@@ -60,10 +60,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--sweeps", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sampler", default="paper", choices=["paper", "default"])
     parser.add_argument("--profile", default=None, help="write a cProfile of one more repetition here")
     args = parser.parse_args()
 
-    cfg = RunConfig()
+    cfg = RunConfig(sampler=args.sampler)
     with threadpool_limits(limits=1, user_api="blas"):
         Y, _, _ = dataset_arrays(args.dataset, cfg.sqrt, cfg.data_home, cfg.max_rows)
         Y_train, _, _, _ = split_for(Y, args.dataset, args.trial, cfg.seed)

@@ -31,14 +31,17 @@ class _Estimator(IBPRFLVM):
     set on the instance after construction)."""
 
     frequency_update = "mh"
+    start_density = 1.0
 
     def _spec(self):
-        return replace(super()._spec(), frequency_update=self.frequency_update)
+        return replace(
+            super()._spec(), frequency_update=self.frequency_update, start_density=self.start_density
+        )
 
 
 def _chain(
     Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
-    frequency_update="mh",
+    frequency_update="mh", start_density=1.0,
 ):
     t0 = time.perf_counter()
     est = _Estimator(
@@ -46,6 +49,7 @@ def _chain(
         alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1],
     )
     est.frequency_update = frequency_update
+    est.start_density = start_density
     est.fit(Y_train)
     seconds = time.perf_counter() - t0
     out = {
@@ -88,6 +92,7 @@ def main(argv=None) -> dict:
     p.add_argument("--replicas", type=int, default=1, help="levels of replica exchange (Gaussian only)")
     p.add_argument("--frequency-update", default="mh", choices=["mh", "ess"])
     p.add_argument("--replica-top", type=float, default=5.0, help="the hottest level's multiple of b0")
+    p.add_argument("--start-density", type=float, default=1.0, help="fraction of Z on at the start")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -102,7 +107,7 @@ def main(argv=None) -> dict:
     chains = Parallel(n_jobs=args.n_jobs)(
         delayed(_chain)(
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
-            (args.replicas, args.replica_top), args.frequency_update,
+            (args.replicas, args.replica_top), args.frequency_update, args.start_density,
         )
         for s, seed in jobs
     )
@@ -118,6 +123,7 @@ def main(argv=None) -> dict:
         "alpha_prior": alpha_prior,
         "replicas": [args.replicas, args.replica_top],
         "frequency_update": args.frequency_update,
+        "start_density": args.start_density,
         "n_iter": args.n_iter,
         "wall_seconds": wall,
         "rhat_k_plus": rhat(k),

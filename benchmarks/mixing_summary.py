@@ -4,6 +4,9 @@
 starts, the split R-hat of K+, of the training log-likelihood and of the effective dimensions
 over the second half, the range of held-out LPD per entry, and the effective dimensions'
 posterior, so chains from generous starts can be judged apart from chains from K = 2.
+With ``--agree`` it also prints, per group, the first sweep count from which the split R-hat
+of K+ and of the log-likelihood (over the second half of the sweeps so far) stays below 1.1,
+and the wall seconds of one chain to get there: the mixing-per-second figure.
 """
 
 from __future__ import annotations
@@ -56,23 +59,6 @@ def summarise(path: str) -> list[dict]:
     return out
 
 
-def main() -> None:
-    for path in sys.argv[1:]:
-        for s in summarise(path):
-            lpd = s["lpd"]
-            ppl = s["perplexity"]
-            extra = f"; perplexity {min(ppl):.1f}-{max(ppl):.1f}" if ppl else ""
-            print(f"{s['file']} starts {s['starts']} ({s['chains']} chains): R-hat K+ {s['rhat_k']:.2f}, "
-                  f"loglik {s['rhat_ll']:.2f}, eff {s['rhat_eff']:.2f}; K+ medians {s['k_median']}; "
-                  f"eff medians {s['eff_median']}; LPD/entry {min(lpd):.4f} to {max(lpd):.4f} "
-                  f"(spread {max(lpd) - min(lpd):.4f}){extra}; "
-                  f"eff posterior {s['eff_posterior']}")  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()
-
-
 def sweeps_to_agree(path: str, starts: list[int], key: str = "loglik", threshold: float = 1.1) -> tuple:
     """First sweep count ``t`` (multiple of 10) from which the split R-hat of `key` over sweeps
     ``t/2 .. t`` stays below `threshold` for the chains from `starts`, and the wall seconds that
@@ -88,3 +74,30 @@ def sweeps_to_agree(path: str, starts: list[int], key: str = "loglik", threshold
         return None, None
     per_sweep = float(np.mean([c["seconds"] / n for c in ch]))
     return ok_from, ok_from * per_sweep
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    agree = "--agree" in args
+    for path in [a for a in args if a != "--agree"]:
+        if agree:
+            starts = sorted({c["init_dims"] for c in json.load(open(path))["chains"]})
+            for group in [[s] for s in starts] + ([starts] if len(starts) > 1 else []):
+                for key in ("k_plus", "loglik"):
+                    t, secs = sweeps_to_agree(path, group, key)
+                    when = f"from sweep {t} ({secs:.0f} s of one chain)" if t else "never"
+                    print(f"{path} starts {group}: split R-hat of {key} below 1.1 {when}")
+        for s in summarise(path):
+            lpd = s["lpd"]
+            ppl = s["perplexity"]
+            extra = f"; perplexity {min(ppl):.1f}-{max(ppl):.1f}" if ppl else ""
+            print(f"{s['file']} starts {s['starts']} ({s['chains']} chains): R-hat K+ {s['rhat_k']:.2f}, "
+                  f"loglik {s['rhat_ll']:.2f}, eff {s['rhat_eff']:.2f}; K+ medians {s['k_median']}; "
+                  f"eff medians {s['eff_median']}; LPD/entry {min(lpd):.4f} to {max(lpd):.4f} "
+                  f"(spread {max(lpd) - min(lpd):.4f}){extra}; "
+                  f"eff posterior {s['eff_posterior']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
+

@@ -128,3 +128,19 @@ def test_scaled_start_gives_the_projection_a_fixed_variance():
             np.random.default_rng(1), data, model.ModelSpec(n_dims=k, scaled_start=False)
         ).X
         assert np.sum(X_paper.var(axis=0)) == pytest.approx(k, rel=1e-6)
+
+
+def test_sparse_start_switches_entries_on_at_the_requested_rate():
+    rng = np.random.default_rng(0)
+    data = model.Data.from_array(rng.standard_normal((300, 6)))
+    spec = model.ModelSpec(n_dims=10, n_frequencies=5, start_density=0.3)
+    Z = model.init_state(np.random.default_rng(1), data, spec).Z
+    # 3,000 Bernoulli(0.3) entries: the standard error of the mean is 0.0084.
+    assert abs(Z.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / Z.size)
+    again = model.init_state(np.random.default_rng(1), data, spec).Z
+    assert np.array_equal(Z, again)
+    full = model.init_state(np.random.default_rng(1), data, model.ModelSpec(n_dims=10, n_frequencies=5)).Z
+    assert full.all()
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="start_density"):
+            model.ModelSpec(start_density=bad)

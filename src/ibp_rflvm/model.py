@@ -38,7 +38,9 @@ class ModelSpec:
     ``moves=False, scaled_start=False``. `frequency_update` is ``"mh"`` (the paper's
     prior-proposal Metropolis-Hastings, used by both) or ``"ess"`` (elliptical slice sampling of
     each frequency under its mixture component, collapsed Gaussian only; measured, not adopted:
-    docs/sampler.md section 4).
+    docs/sampler.md section 4). `start_density` below 1 starts each entry of ``Z`` on with that
+    probability instead of all on (the sparse start of docs/sampler.md section 3; measured, not
+    adopted).
     """
 
     n_frequencies: int = 50
@@ -56,12 +58,15 @@ class ModelSpec:
     scaled_start: bool = True
     whole_move: str | None = None
     frequency_update: str = "mh"
+    start_density: float = 1.0
 
     def __post_init__(self) -> None:
         if self.frequency_update not in FREQUENCY_UPDATES:
             raise ValueError(
                 f"frequency_update must be one of {sorted(FREQUENCY_UPDATES)}; got {self.frequency_update!r}"
             )
+        if not 0.0 < self.start_density <= 1.0:
+            raise ValueError(f"start_density must be in (0, 1]; got {self.start_density!r}")
         if self.frequency_update == "ess" and not self.likelihood.collapsed:
             raise ValueError("frequency_update='ess' is implemented for the collapsed Gaussian only")
 
@@ -165,6 +170,10 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
         # frequencies: at K = 12 the starting features are close to random (SPEC 2.2).
         X *= math.sqrt(min(1.0, 2.0 / K))
     Z = np.ones((N, K), dtype=np.int8)
+    if spec.ibp and spec.start_density < 1.0:
+        # Half-used columns sit where the IBP prior is least stable, so each one quickly grows
+        # or dies; measured against the all-on start in docs/sampler.md section 3.
+        Z = (rng.random((N, K)) < spec.start_density).astype(np.int8)
     if spec.ibp:
         _, pi = ibp.update_sticks(rng, Z)
     else:
