@@ -89,6 +89,7 @@ def test_thinning_is_even_and_keeps_the_last_sample():
     idx = effective_draws(500)
     assert idx.size == 50 and idx[0] == 0 and idx[-1] == 499
     assert np.ptp(np.diff(idx)) <= 1
+    np.testing.assert_array_equal(effective_draws(500, 1), [499])
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +111,15 @@ def test_fitted_effective_dims(fitted):
     assert set(post) == set(eff.ravel().tolist())
     # A stricter threshold never counts more dimensions.
     assert np.all(m.effective_dimensions(threshold=10.0) <= eff)
+
+
+def test_final_sample_alone_gives_the_last_thinned_count(fitted):
+    m = fitted
+    every = m.effective_dimensions()
+    final = m.effective_dimensions(max_draws=1)
+    assert final.shape == (1, 1)
+    assert final[0, 0] == every[0, -1]  # the thinned draws always end with the final sample
+    assert m._effective_cache[2] == 1  # the one-draw scores did not reuse the full set's
 
 
 def test_summary_reports_effective_dims_for_one_chain(fitted):

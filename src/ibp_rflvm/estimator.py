@@ -393,14 +393,15 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
     # Each sample costs one likelihood evaluation per dimension, so only an evenly thinned
     # subset of the kept samples (at most EFFECTIVE_MAX_DRAWS per chain) is scored.
 
-    def _effective_importance(self) -> list[list[np.ndarray]]:
+    def _effective_importance(self, max_draws: int = 0) -> list[list[np.ndarray]]:
         """``dimension_importance`` of every chain's thinned kept samples (cached per fit)."""
         self._check_fitted()
+        max_draws = max_draws or EFFECTIVE_MAX_DRAWS
         cache = getattr(self, "_effective_cache", None)
         # Keyed on the chains object itself, so a refit (new chains) recomputes.
-        if cache is not None and cache[0] is self._chains:
+        if cache is not None and cache[0] is self._chains and cache[2] == max_draws:
             return cache[1]
-        draws = effective_draws(len(self._chains[0].record.samples))
+        draws = effective_draws(len(self._chains[0].record.samples), max_draws)
         with threadpool_limits(limits=1, user_api="blas"):
             importance = [
                 [
@@ -409,21 +410,23 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
                 ]
                 for res in self._chains
             ]
-        self._effective_cache = (self._chains, importance)
+        self._effective_cache = (self._chains, importance, max_draws)
         return importance
 
-    def effective_dimensions(self, threshold: float = DEFAULT_THRESHOLD) -> np.ndarray:
+    def effective_dimensions(self, threshold: float = DEFAULT_THRESHOLD, max_draws: int = 0) -> np.ndarray:
         """Effective dimensions of each chain's thinned kept samples (``chains x draws`` ints).
 
         A dimension counts when removing it lowers the training log-likelihood by more than
         `threshold` nats per observed entry (see :mod:`ibp_rflvm.effective`). Another
         `threshold` reuses the cached importances, so it costs nothing to compare several.
+        `max_draws` (default ``EFFECTIVE_MAX_DRAWS``) bounds the draws scored per chain; 1
+        scores only the final sample, the one ``latent_`` uses.
         """
         n_observed = int(self._data.observed.sum())
         return np.array(
             [
                 [_count_effective(imp, n_observed, threshold) for imp in chain]
-                for chain in self._effective_importance()
+                for chain in self._effective_importance(max_draws)
             ],
             dtype=np.int64,
         )
@@ -469,6 +472,8 @@ def effective_draws(n_kept: int, max_draws: int = EFFECTIVE_MAX_DRAWS) -> np.nda
     (the final sample is the one ``latent_`` and ``transform`` use)."""
     if n_kept <= max_draws:
         return np.arange(n_kept)
+    if max_draws == 1:
+        return np.array([n_kept - 1])  # linspace would give the first sample
     return np.unique(np.round(np.linspace(0, n_kept - 1, max_draws)).astype(np.int64))
 
 

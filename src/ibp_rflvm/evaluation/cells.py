@@ -214,6 +214,8 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "init_dims": init_dims_for(cfg) if method.ibp else None,
         "k_plus_final": k_final,
         "k_plus_trace": None if trace is None else [int(k) for k in np.asarray(trace).ravel()],
+        # The dimensions of the final sample that matter (docs/sampler.md section 6), beside K+.
+        "effective_dims_final": _final_effective(est) if method.family == "rflvm" and method.ibp else None,
         "log_likelihood_final": None if loglik is None else _finite(np.asarray(loglik).ravel()[-1]),
         "optimizer": _optimizer_record(est),
         "metrics": metrics,
@@ -230,6 +232,11 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "versions": versions,
     }
     return record, latent
+
+
+def _final_effective(est: Any) -> int:
+    """Effective dimensions of the final kept sample (one likelihood evaluation per dimension)."""
+    return int(est.effective_dimensions(max_draws=1)[0, -1])
 
 
 def _fit_resumable(est: Any, Y_train: np.ndarray, checkpoint: str | None) -> tuple[int, str | None]:
