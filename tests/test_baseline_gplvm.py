@@ -299,3 +299,32 @@ def test_heldout_matrix_checks():
         model.log_predictive_density(_GOOD[:3])
     with pytest.raises(ValueError, match="no entries"):
         model.log_predictive_density(np.full_like(_GOOD, np.nan))
+
+
+def test_broken_cholesky_restarts_with_more_jitter(monkeypatch):
+    rng = np.random.default_rng(0)
+    Y = rng.standard_normal((30, 4))
+    real = gplvm.negative_elbo
+
+    def fails_at_default_jitter(theta, obs, M, Q, jitter=gplvm.JITTER):
+        if jitter == gplvm.JITTER:
+            raise np.linalg.LinAlgError("Matrix is not positive definite")
+        return real(theta, obs, M, Q, jitter)
+
+    monkeypatch.setattr(gplvm, "negative_elbo", fails_at_default_jitter)
+    m = BayesianGPLVM(n_components=2, num_inducing=5, max_iters=20, random_state=0).fit(Y)
+    assert m.jitter_ == pytest.approx(100 * gplvm.JITTER)
+    assert np.isfinite(m.elbo_) and np.all(np.isfinite(m.predictive_mean_))
+
+    def always_fails(theta, obs, M, Q, jitter=gplvm.JITTER):
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+
+    monkeypatch.setattr(gplvm, "negative_elbo", always_fails)
+    with pytest.raises(np.linalg.LinAlgError, match="n_components"):
+        BayesianGPLVM(n_components=2, num_inducing=5, max_iters=20, random_state=0).fit(Y)
+
+
+def test_a_fit_that_never_fails_keeps_the_default_jitter():
+    Y = np.random.default_rng(1).standard_normal((30, 4))
+    m = BayesianGPLVM(n_components=2, num_inducing=5, max_iters=10, random_state=0).fit(Y)
+    assert m.jitter_ == gplvm.JITTER

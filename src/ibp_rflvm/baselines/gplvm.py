@@ -558,6 +558,35 @@ def predictive_moments(
 
 # --- estimator ------------------------------------------------------------------------------
 
+#: Jitter multipliers tried in turn when a trial point of the optimiser breaks a Cholesky.
+JITTER_STEPS = (1.0, 1e2, 1e4)
+
+
+def _minimise(theta: np.ndarray, obs: ObservedData, M: int, Q: int, bounds, max_iters: int):
+    """L-BFGS-B from `theta`, and the jitter it ran with.
+
+    With many latent dimensions a line-search trial point can make ``Kmm`` so ill-conditioned
+    that the whitened ``Psi2`` loses positive definiteness and ``I + beta P`` has no Cholesky
+    factor (seen on breast cancer with 25 dimensions). The fit then starts again from `theta`
+    with more jitter on ``Kmm``, which every later evaluation uses too; a fit that never
+    fails keeps the default jitter and its result bit for bit.
+    """
+    for step in JITTER_STEPS:
+        jitter = JITTER * step
+        try:
+            res = minimize(
+                negative_elbo, theta, args=(obs, M, Q, jitter), method="L-BFGS-B", jac=True,
+                bounds=bounds, options={"maxiter": max_iters},
+            )  # fmt: skip
+            return res, jitter
+        except np.linalg.LinAlgError:
+            last = jitter
+    raise np.linalg.LinAlgError(
+        f"the Bayesian GPLVM's bound lost positive definiteness even with jitter {last:g} on Kmm; "
+        "try fewer latent dimensions (n_components) or inducing points (num_inducing)"
+    )
+
+
 
 def _nan_pca(Yc: np.ndarray, n_components: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Principal-component scores of centred data with NaN read as the column mean (zero),
@@ -652,24 +681,17 @@ class BayesianGPLVM:
         # the objective in its last bits and hence the optimiser's path, so the same seed would
         # give different fits on machines with different core counts.
         with threadpool_limits(limits=1, user_api="blas"):
+            jitter = JITTER
             if max_iters > 0:
-                res = minimize(
-                    negative_elbo,
-                    theta,
-                    args=(obs, M, D),
-                    method="L-BFGS-B",
-                    jac=True,
-                    bounds=theta_bounds(N, M, D),
-                    options={"maxiter": max_iters},
-                )
+                res, jitter = _minimise(theta, obs, M, D, theta_bounds(N, M, D), max_iters)
                 theta, n_iter = res.x, int(res.nit)
                 # L-BFGS-B status 0: a convergence test passed; 1: the iteration budget ran out.
                 converged = res.status == 0
             else:
                 n_iter, converged = 0, False
-            value = elbo(theta, obs, M, D)
+            value = elbo(theta, obs, M, D, jitter)
             mu, S, Z, sf2, ell, noise_fit = unpack_theta(theta, N, M, D)
-            mean, var = predictive_moments(mu, theta, obs, M, D)
+            mean, var = predictive_moments(mu, theta, obs, M, D, jitter)
 
         self.latent_ = mu.copy()
         self.latent_variance_ = S.copy()
@@ -677,6 +699,7 @@ class BayesianGPLVM:
             variance=sf2, lengthscales=ell.copy(), noise_variance=noise_fit, inducing_inputs=Z.copy()
         )
         self.elbo_ = value
+        self.jitter_ = jitter
         self.n_iter_ = n_iter
         self.converged_ = converged
         self.predictive_mean_ = mean * scale + center
