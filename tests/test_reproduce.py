@@ -462,6 +462,7 @@ def test_gplvm_cells_record_whether_the_optimiser_converged(tmp_path):
     # Three iterations cannot converge: the budget, not a convergence test, ended the fit.
     assert gplvm["optimizer"]["iterations"] == 3 and gplvm["optimizer"]["converged"] is False
     assert math.isfinite(gplvm["optimizer"]["elbo"])
+    assert gplvm["optimizer"]["jitter"] == pytest.approx(1e-6)  # the default: no restart
     assert records["cancer__ibp-rflvm__t0"]["optimizer"] is None
     table = (out / "tables" / "table1.md").read_text()
     assert "convergence test within the iteration budget: Cancer 0 of 1 (iterations 3-3)" in table

@@ -155,7 +155,10 @@ def _optimizer_record(est: Any) -> dict[str, Any] | None:
     can say whether the iteration budget, not convergence, ended a fit."""
     if not hasattr(est, "converged_"):
         return None
-    return {"iterations": int(est.n_iter_), "converged": bool(est.converged_), "elbo": _finite(est.elbo_)}
+    record = {"iterations": int(est.n_iter_), "converged": bool(est.converged_), "elbo": _finite(est.elbo_)}
+    if hasattr(est, "jitter_"):
+        record["jitter"] = float(est.jitter_)  # above the default: the fit restarted (gplvm.py)
+    return record
 
 
 def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
