@@ -30,8 +30,8 @@ def _rhat(rows: list) -> float:
     return float(az.rhat(a))
 
 
-def summarise(path: str) -> list[dict]:
-    r = json.load(open(path))
+def summarise(path: str, r: dict) -> list[dict]:
+    """Per group of starts, the figures the module doc lists; `r` is the file at `path`, loaded."""
     half = r["n_iter"] // 2
     starts = sorted({c["init_dims"] for c in r["chains"]})
     groups = [[s] for s in starts] + ([starts] if len(starts) > 1 else [])
@@ -59,13 +59,13 @@ def summarise(path: str) -> list[dict]:
     return out
 
 
-def sweeps_to_agree(path: str, starts: list[int], key: str = "loglik", threshold: float = 1.1) -> tuple:
+def sweeps_to_agree(report: dict, starts: list[int], key: str = "loglik", threshold: float = 1.1) -> tuple:
     """First sweep count ``t`` (multiple of 10) from which the split R-hat of `key` over sweeps
     ``t/2 .. t`` stays below `threshold` for the chains from `starts`, and the wall seconds that
-    many sweeps took (mean seconds per sweep of those chains times ``t``)."""
-    r = json.load(open(path))
-    ch = [c for c in r["chains"] if c["init_dims"] in starts]
-    n = r["n_iter"]
+    many sweeps took (mean seconds per sweep of those chains times ``t``). `report` is one
+    loaded JSON file of benchmarks/mixing.py."""
+    ch = [c for c in report["chains"] if c["init_dims"] in starts]
+    n = report["n_iter"]
     ok_from = None
     for t in range(20, n + 1, 10):
         good = _rhat([c[key][t // 2 : t] for c in ch]) < threshold
@@ -80,14 +80,15 @@ def main() -> None:
     args = sys.argv[1:]
     agree = "--agree" in args
     for path in [a for a in args if a != "--agree"]:
+        report = json.load(open(path))
         if agree:
-            starts = sorted({c["init_dims"] for c in json.load(open(path))["chains"]})
+            starts = sorted({c["init_dims"] for c in report["chains"]})
             for group in [[s] for s in starts] + ([starts] if len(starts) > 1 else []):
                 for key in ("k_plus", "loglik"):
-                    t, secs = sweeps_to_agree(path, group, key)
+                    t, secs = sweeps_to_agree(report, group, key)
                     when = f"from sweep {t} ({secs:.0f} s of one chain)" if t else "never"
                     print(f"{path} starts {group}: split R-hat of {key} below 1.1 {when}")
-        for s in summarise(path):
+        for s in summarise(path, report):
             lpd = s["lpd"]
             ppl = s["perplexity"]
             extra = f"; perplexity {min(ppl):.1f}-{max(ppl):.1f}" if ppl else ""

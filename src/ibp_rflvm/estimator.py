@@ -393,10 +393,10 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
     # Each sample costs one likelihood evaluation per dimension, so only an evenly thinned
     # subset of the kept samples (at most EFFECTIVE_MAX_DRAWS per chain) is scored.
 
-    def _effective_importance(self, max_draws: int = 0) -> list[list[np.ndarray]]:
+    def _effective_importance(self, max_draws: int | None = None) -> list[list[np.ndarray]]:
         """``dimension_importance`` of every chain's thinned kept samples (cached per fit)."""
         self._check_fitted()
-        max_draws = max_draws or EFFECTIVE_MAX_DRAWS
+        max_draws = EFFECTIVE_MAX_DRAWS if max_draws is None else max_draws
         cache = getattr(self, "_effective_cache", None)
         # Keyed on the chains object itself, so a refit (new chains) recomputes.
         if cache is not None and cache[0] is self._chains and cache[2] == max_draws:
@@ -413,7 +413,9 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         self._effective_cache = (self._chains, importance, max_draws)
         return importance
 
-    def effective_dimensions(self, threshold: float = DEFAULT_THRESHOLD, max_draws: int = 0) -> np.ndarray:
+    def effective_dimensions(
+        self, threshold: float = DEFAULT_THRESHOLD, max_draws: int | None = None
+    ) -> np.ndarray:
         """Effective dimensions of each chain's thinned kept samples (``chains x draws`` ints).
 
         A dimension counts when removing it lowers the training log-likelihood by more than

@@ -170,11 +170,11 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
         # frequencies: at K = 12 the starting features are close to random (SPEC 2.2).
         X *= math.sqrt(min(1.0, 2.0 / K))
     Z = np.ones((N, K), dtype=np.int8)
-    if spec.ibp and spec.start_density < 1.0:
-        # Half-used columns sit where the IBP prior is least stable, so each one quickly grows
-        # or dies; measured against the all-on start in docs/sampler.md section 3.
-        Z = (rng.random((N, K)) < spec.start_density).astype(np.int8)
     if spec.ibp:
+        if spec.start_density < 1.0:
+            # Half-used columns sit where the IBP prior is least stable, so each one quickly
+            # grows or dies; measured against the all-on start in docs/sampler.md section 3.
+            Z = (rng.random((N, K)) < spec.start_density).astype(np.int8)
         _, pi = ibp.update_sticks(rng, Z)
     else:
         pi = np.ones(K)
