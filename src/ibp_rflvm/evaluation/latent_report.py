@@ -44,6 +44,8 @@ from .report import (
     _latex_escape,
     _mark_best,
     _summarise,
+    block_closing,
+    block_opening,
     cell_markup,
     write_table_files,
 )
@@ -284,15 +286,10 @@ def write_latent_table(
     for source, ds, rows, entries in blocks:
         title = f"{BLOCK_TITLES[source]} (k = {KNN_NEIGHBOURS}, {KNN_FOLDS}-fold stratified CV)"
         header = ["method"] + [DATASET_TITLES[d] for d in ds]
-        md += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        tex += [
-            r"\begin{table}",
-            r"\centering",
-            rf"\caption{{{_latex_escape(f'{title}. {notes[0]}')}}}",
-            rf"\label{{table:{table}-{TABLES[source].kind}}}",
-            rf"\begin{{tabular}}{{l|{'l' * len(ds)}}}",
-            " & ".join(_latex_escape(h) if i else "" for i, h in enumerate(header)) + r" \\ \hline",
-        ]
+        label = f"table:{table}-{TABLES[source].kind}"
+        md_open, tex_open = block_opening(title, header, f"{title}. {notes[0]}", label, wide=False)
+        md += md_open
+        tex += tex_open
         for key in rows:
             name = _row_name(key)
             cells_md, cells_tex = [name], [_latex_escape(name)]
@@ -321,5 +318,5 @@ def write_latent_table(
             md.append("| " + " | ".join(cells_md) + " |")
             tex.append(" & ".join(cells_tex) + r" \\")
         md.append("")
-        tex += [r"\end{tabular}", r"\end{table}", ""]
+        tex += block_closing(wide=False)
     return write_table_files(folder, table, md, tex, rows_csv, notes)

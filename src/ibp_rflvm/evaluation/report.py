@@ -319,6 +319,27 @@ def cell_markup(text: str, best: bool, short: bool) -> tuple[str, str]:
     return md, tex
 
 
+def block_opening(
+    title: str, header: list[str], caption: str, label: str, wide: bool
+) -> tuple[list[str], list[str]]:
+    """One block of a table up to its header row: the Markdown heading and header, and the LaTeX
+    table environment (scaled to the text width when `wide`; :func:`block_closing` ends both)."""
+    md = [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    tex = [r"\begin{table}", r"\centering", rf"\caption{{{_latex_escape(caption)}}}", rf"\label{{{label}}}"]
+    if wide:
+        tex.append(r"\resizebox{\textwidth}{!}{")
+    tex += [
+        rf"\begin{{tabular}}{{l|{'l' * (len(header) - 1)}}}",
+        " & ".join(_latex_escape(h) if i else "" for i, h in enumerate(header)) + r" \\ \hline",
+    ]
+    return md, tex
+
+
+def block_closing(wide: bool) -> list[str]:
+    """The LaTeX lines that end a block opened by :func:`block_opening`."""
+    return [r"\end{tabular}", *(["}"] if wide else []), r"\end{table}", ""]
+
+
 def write_table_files(
     folder: Path,
     table: str,
@@ -369,20 +390,13 @@ def write_table(
             header.append(DATASET_TITLES[d])
             if paper is not None:
                 header.append(f"{DATASET_TITLES[d]} (paper)")
-        md += [f"## {block.title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        col_spec = "l|" + "l" * (len(header) - 1)
         caption = f"{block.title}. {notes[0]}"
         if table == "table1":
             caption += " " + notes[2]  # the honest-density caveat belongs where the numbers are
-        tex += [
-            r"\begin{table}",
-            r"\centering",
-            rf"\caption{{{_latex_escape(caption)}}}",
-            rf"\label{{table:{table}-{block.metric.replace('_', '-')}}}",
-            r"\resizebox{\textwidth}{!}{",
-            rf"\begin{{tabular}}{{{col_spec}}}",
-            " & ".join(_latex_escape(h) if i else "" for i, h in enumerate(header)) + r" \\ \hline",
-        ]
+        label = f"table:{table}-{block.metric.replace('_', '-')}"
+        md_open, tex_open = block_opening(block.title, header, caption, label, wide=True)
+        md += md_open
+        tex += tex_open
         for m in methods:
             cells_md, cells_tex = [METHODS[m].name], [_latex_escape(METHODS[m].name)]
             for d in datasets:
@@ -410,7 +424,7 @@ def write_table(
             md.append("| " + " | ".join(cells_md) + " |")
             tex.append(" & ".join(cells_tex) + r" \\")
         md.append("")
-        tex += [r"\end{tabular}", "}", r"\end{table}", ""]
+        tex += block_closing(wide=True)
     return write_table_files(folder, table, md, tex, rows_csv, notes)
 
 
