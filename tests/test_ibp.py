@@ -40,15 +40,16 @@ def _prior_chain(
         n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves, whole_move=whole_move
     )
     state = model.init_state(rng, data, spec)
-    k_plus, row_counts = [], []
-    moved = {"births": 0, "deaths": 0, "flips": 0, "whole_birth": 0, "whole_death": 0}
+    k_plus, row_counts, x2 = [], [], []
+    moved = {"births": 0, "deaths": 0, "flips": 0, "transfers": 0, "whole_birth": 0, "whole_death": 0}
     for _ in range(n_sweeps):
         state, info = model.sweep(rng, state, data, spec)
         k_plus.append(state.k_plus)
         row_counts.append(state.Z.sum(axis=1).mean())
+        x2.append(np.mean(state.X**2) if state.X.size else 1.0)
         for key in moved:
             moved[key] += info.get(key, 0)
-    return np.array(k_plus[200:]), np.array(row_counts[200:]), moved
+    return np.array(k_plus[200:]), np.array(row_counts[200:]), np.array(x2[200:]), moved
 
 
 @pytest.mark.parametrize(
@@ -59,12 +60,12 @@ def _prior_chain(
 @pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
 def test_ibp_prior_matches_poisson(data_cols, moves, whole_move):
     n, alpha = 10, 2.0
-    k_plus, row_counts, moved = _prior_chain(
+    k_plus, row_counts, x2, moved = _prior_chain(
         data_cols, 4000, n=n, alpha=alpha, moves=moves, whole_move=whole_move
     )
     if moves:
         # The check only speaks for the moves if they ran: thousands of accepted proposals.
-        ran = ["births", "deaths", "flips"] + (["whole_birth", "whole_death"] if whole_move else [])
+        ran = ["births", "deaths", "flips", "transfers"] + (["whole_birth", "whole_death"] if whole_move else [])
         assert min(moved[k] for k in ran) > 300, moved
     target = alpha * ibp.harmonic(n)  # 5.858
     mean, se = batch_mean_se(k_plus)
@@ -74,6 +75,9 @@ def test_ibp_prior_matches_poisson(data_cols, moves, whole_move):
     assert abs(var_mean - target) < 4 * var_se, (var_mean, target, var_se)
     row_mean, row_se = batch_mean_se(row_counts)
     assert abs(row_mean - alpha) < 4 * row_se, (row_mean, alpha, row_se)
+    # Every coordinate is N(0, 1) under the prior, used or not: the transfers rescale them.
+    x2_mean, x2_se = batch_mean_se(x2)
+    assert abs(x2_mean - 1.0) < 4 * x2_se, (x2_mean, x2_se)
     # The mistake SPEC section 2 warns of gives 2.7; make sure the test could see it.
     assert 4 * se < 1.0
 

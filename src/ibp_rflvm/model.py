@@ -17,7 +17,7 @@ import numpy as np
 from .features import feature_map
 from .likelihoods import gaussian
 from .likelihoods.base import Prepared
-from .samplers import dimension_moves, dp_mixture, factorised, ibp, whole_dimension
+from .samplers import dimension_moves, dp_mixture, factorised, ibp, transfer, whole_dimension
 
 #: Frequency updates of the collapsed Gaussian's sweep, by `ModelSpec.frequency_update`.
 FREQUENCY_UPDATES = {"mh": gaussian.mh_frequencies, "ess": gaussian.ess_frequencies}
@@ -40,7 +40,8 @@ class ModelSpec:
     each frequency under its mixture component, collapsed Gaussian only; measured, not adopted:
     docs/sampler.md section 4). `start_density` below 1 starts each entry of ``Z`` on with that
     probability instead of all on (the sparse start of docs/sampler.md section 3; measured, not
-    adopted).
+    adopted). `transfer_min_cos` adds the row transfers of :mod:`.samplers.transfer` to the moves,
+    between dimensions whose frequency columns have ``|cos|`` at least this (None: off).
     """
 
     n_frequencies: int = 50
@@ -55,6 +56,7 @@ class ModelSpec:
     use_likelihood: bool = True
     moves: bool = True
     flip_scale: float = 0.2
+    transfer_min_cos: float | None = 0.3
     scaled_start: bool = True
     whole_move: str | None = None
     frequency_update: str = "mh"
@@ -244,6 +246,15 @@ def _dimension_moves(
     else:
         target = dimension_moves.FactorisedRows(fs)
         flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target)
+    transfers = (0, 0)
+    if spec.transfer_min_cos is not None:
+        if spec.use_likelihood and spec.likelihood.collapsed:
+            pairs = transfer.aligned_pairs(w.W, spec.transfer_min_cos)
+            transfers = transfer.transfer_rows_collapsed(
+                rng, *_kernel_args(w, spec, Phi, target.cache), counts, *pairs
+            )
+        else:
+            transfers = transfer.transfer_pairs(rng, w.X, w.Z, w.W, counts, spec.transfer_min_cos, target)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, info = dimension_moves.singleton_birth_death(rng, dims, w.alpha, q, spec.lam0, target)
@@ -260,6 +271,7 @@ def _dimension_moves(
         info.update(more)
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
     info["flips"] = int(flips)
+    info["transfers_proposed"], info["transfers"] = int(transfers[0]), int(transfers[1])
     info["seconds_moves"] = {
         "flips": t1 - t0, "singletons": t2 - t1, "whole": time.perf_counter() - t2,
     }  # fmt: skip
