@@ -125,7 +125,9 @@ def test_both_paths_propose_the_same_coordinates():
     assert a.tolist() == [0] and b.tolist() == [1]
     # Prior-only array path on one copy...
     X1, Z1 = X.copy(), Z.copy()
-    t1, a1 = tr.transfer_pairs(np.random.default_rng(9), X1, Z1, W, Z1.sum(0).astype(np.int64), 0.95, dm.NoLikelihood())
+    t1, a1 = tr.transfer_pairs(
+        np.random.default_rng(9), X1, Z1, W, Z1.sum(0).astype(np.int64), 0.95, dm.NoLikelihood()
+    )
     # ...and the closed form applied by hand to the rows it accepted.
     moved = np.flatnonzero(Z1[:, 0] != Z[:, 0])
     assert a1 == moved.size > 0

@@ -134,7 +134,9 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, accepted):
         new_dst = x_b[i] if dst == b else x_a[i]
         new_src = x_a[i] if src == a else x_b[i]
         tried += 1
-        log_ratio = transfer_log_ratio(X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - 1, N)
+        log_ratio = transfer_log_ratio(
+            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - 1, N
+        )
         if math.log(rng.random()) < log_ratio + delta_ll[i]:
             X[i, a] = x_a[i]
             X[i, b] = x_b[i]
