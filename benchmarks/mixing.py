@@ -33,6 +33,7 @@ class _Estimator(IBPRFLVM):
     frequency_update = "mh"
     start_density = 1.0
     transfer_min_cos = 0.3
+    flip_scale = 0.2
 
     def _spec(self):
         return replace(
@@ -40,6 +41,7 @@ class _Estimator(IBPRFLVM):
             frequency_update=self.frequency_update,
             start_density=self.start_density,
             transfer_min_cos=self.transfer_min_cos,
+            flip_scale=self.flip_scale,
         )
 
 
@@ -56,6 +58,7 @@ def _chain(
     frequency_update="mh",
     start_density=1.0,
     transfer_min_cos=0.3,
+    flip_scale=0.2,
 ):
     t0 = time.perf_counter()
     est = _Estimator(
@@ -71,6 +74,7 @@ def _chain(
     est.frequency_update = frequency_update
     est.start_density = start_density
     est.transfer_min_cos = transfer_min_cos
+    est.flip_scale = flip_scale
     est.fit(Y_train)
     seconds = time.perf_counter() - t0
     out = {
@@ -120,6 +124,7 @@ def main(argv=None) -> dict:
         default=0.3,
         help="row transfers between dimensions whose frequencies have |cos| >= this ('none': off)",
     )
+    p.add_argument("--flip-scale", type=float, default=0.2, help="sd of a flipped-on coordinate")
     p.add_argument("--seed-offset", type=int, default=0, help="added to every chain's seed")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)
@@ -144,6 +149,7 @@ def main(argv=None) -> dict:
             args.frequency_update,
             args.start_density,
             args.transfer_min_cos,
+            args.flip_scale,
         )
         for s, seed in jobs
     )
@@ -161,6 +167,7 @@ def main(argv=None) -> dict:
         "frequency_update": args.frequency_update,
         "start_density": args.start_density,
         "transfer_min_cos": args.transfer_min_cos,
+        "flip_scale": args.flip_scale,
         "seed_offset": args.seed_offset,
         "n_iter": args.n_iter,
         "wall_seconds": wall,
