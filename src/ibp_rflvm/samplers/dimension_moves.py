@@ -84,6 +84,12 @@ class NoLikelihood:
     def accept_rows(self, rows: np.ndarray) -> None:
         pass
 
+    def deltas_at(self, rows: np.ndarray, H_rows: np.ndarray, W: np.ndarray) -> np.ndarray:
+        return np.zeros(rows.size)
+
+    def accept_at(self, idx: np.ndarray) -> None:
+        pass
+
 
 class FactorisedRows:
     """Rows of a likelihood that factorises given ``beta`` (a ``FactorisedState`` ``fs``)."""
@@ -115,6 +121,20 @@ class FactorisedRows:
         self.fs.Phi[rows] = Phi[rows]
         self.fs.psi[rows] = psi[rows]
         self.fs.ll[rows] = ll[rows]
+
+    def deltas_at(self, rows: np.ndarray, H_rows: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """The change for each of `rows` if its latent row became the same row of `H_rows`;
+        costs only those rows, for moves that concern a few of them."""
+        self._at = (rows, self.fs.rows_loglik(H_rows, W, rows))
+        return self._at[1][0] - self.fs.ll[rows]
+
+    def accept_at(self, idx: np.ndarray) -> None:
+        """Commit the proposals of ``rows[idx]`` from the last `deltas_at`."""
+        rows, (ll, Phi, psi) = self._at
+        r = rows[idx]
+        self.fs.Phi[r] = Phi[idx]
+        self.fs.psi[r] = psi[idx]
+        self.fs.ll[r] = ll[idx]
 
 
 class CollapsedRows:

@@ -160,22 +160,26 @@ def transfer_pairs(rng: np.random.Generator, X, Z, W, counts, min_cos: float, ta
     pa, pb, pc = aligned_pairs(W, min_cos)
     N = Z.shape[0]
     accepted = np.zeros(N, dtype=np.bool_)
+    delta = np.zeros(N)
     tried = acc = 0
     for a, b, c in zip(pa.tolist(), pb.tolist(), pc.tolist(), strict=True):
-        moving = Z[:, a] != Z[:, b]
-        if not moving.any():
+        # Only the rows that use exactly one of the two are scored: with many small
+        # dimensions (wide or count data) that is a few rows per pair.
+        rows = np.flatnonzero(Z[:, a] != Z[:, b])
+        if rows.size == 0:
             continue
-        from_a = moving & (Z[:, a] == 1)
+        from_a = Z[rows, a] == 1
         # In either direction the involution is (x_a, x_b) -> (x_b / c_ab, c_ab x_a).
-        x_a = np.where(moving, X[:, b] / c, X[:, a])
-        x_b = np.where(moving, X[:, a] * c, X[:, b])
-        H_alt = X * Z
-        H_alt[:, a] = np.where(from_a, 0.0, np.where(moving, x_a, H_alt[:, a]))
-        H_alt[:, b] = np.where(moving & ~from_a, 0.0, np.where(moving, x_b, H_alt[:, b]))
-        delta = target.deltas(H_alt, W)
+        x_a, x_b = X[:, a].copy(), X[:, b].copy()
+        x_a[rows] = X[rows, b] / c
+        x_b[rows] = X[rows, a] * c
+        H_rows = X[rows] * Z[rows]
+        H_rows[:, a] = np.where(from_a, 0.0, x_a[rows])
+        H_rows[:, b] = np.where(from_a, x_b[rows], 0.0)
+        delta[rows] = target.deltas_at(rows, H_rows, W)
         t, n_acc = _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta, counts, accepted)
         tried += t
         acc += n_acc
         if n_acc:
-            target.accept_rows(np.flatnonzero(accepted))
+            target.accept_at(np.flatnonzero(accepted[rows]))
     return tried, acc
