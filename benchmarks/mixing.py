@@ -37,39 +37,19 @@ class _Estimator(IBPRFLVM):
 
     def _spec(self):
         return replace(
-            super()._spec(),
-            frequency_update=self.frequency_update,
-            start_density=self.start_density,
-            transfer_min_cos=self.transfer_min_cos,
-            flip_scale=self.flip_scale,
+            super()._spec(), frequency_update=self.frequency_update, start_density=self.start_density,
+            transfer_min_cos=self.transfer_min_cos, flip_scale=self.flip_scale,
         )
 
 
 def _chain(
-    Y_train,
-    Y_test,
-    likelihood,
-    init_dims,
-    seed,
-    n_iter,
-    sampler,
-    alpha_prior,
-    replicas=(1, 5.0),
-    frequency_update="mh",
-    start_density=1.0,
-    transfer_min_cos=0.3,
-    flip_scale=0.2,
+    Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
+    frequency_update="mh", start_density=1.0, transfer_min_cos=0.3, flip_scale=0.2,
 ):
     t0 = time.perf_counter()
     est = _Estimator(
-        likelihood=likelihood,
-        n_iter=n_iter,
-        init_dims=init_dims,
-        random_state=seed,
-        sampler=sampler,
-        alpha_prior=alpha_prior,
-        n_replicas=replicas[0],
-        replica_top=replicas[1],
+        likelihood=likelihood, n_iter=n_iter, init_dims=init_dims, random_state=seed, sampler=sampler,
+        alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1],
     )
     est.frequency_update = frequency_update
     est.start_density = start_density
@@ -119,9 +99,7 @@ def main(argv=None) -> dict:
     p.add_argument("--replica-top", type=float, default=5.0, help="the hottest level's multiple of b0")
     p.add_argument("--start-density", type=float, default=1.0, help="fraction of Z on at the start")
     p.add_argument(
-        "--transfer-min-cos",
-        type=lambda v: None if v == "none" else float(v),
-        default=0.3,
+        "--transfer-min-cos", type=lambda v: None if v == "none" else float(v), default=0.3,
         help="row transfers between dimensions whose frequencies have |cos| >= this ('none': off)",
     )
     p.add_argument("--flip-scale", type=float, default=0.2, help="sd of a flipped-on coordinate")
@@ -132,24 +110,16 @@ def main(argv=None) -> dict:
     ds = load(args.dataset)
     lik = args.likelihood or ("gaussian" if ds.kind == "real" else "negbinom")
     Y_train, Y_test = holdout_mask(ds.data, fraction=0.2, random_state=args.mask_seed)
-    jobs = [(s, 1000 * s + c + args.seed_offset) for s in args.starts for c in range(args.chains_per_start)]
+    jobs = [
+        (s, 1000 * s + c + args.seed_offset) for s in args.starts for c in range(args.chains_per_start)
+    ]
     alpha_prior = tuple(args.alpha_prior) if args.alpha_prior else (1.0, 1.0)
     t0 = time.perf_counter()
     chains = Parallel(n_jobs=args.n_jobs)(
         delayed(_chain)(
-            Y_train,
-            Y_test,
-            lik,
-            s,
-            seed,
-            args.n_iter,
-            args.sampler,
-            alpha_prior,
-            (args.replicas, args.replica_top),
-            args.frequency_update,
-            args.start_density,
-            args.transfer_min_cos,
-            args.flip_scale,
+            Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
+            (args.replicas, args.replica_top), args.frequency_update, args.start_density,
+            args.transfer_min_cos, args.flip_scale,
         )
         for s, seed in jobs
     )

@@ -23,12 +23,7 @@ def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
 
 
 def _prior_chain(
-    data_cols: int,
-    n_sweeps: int,
-    n: int = 10,
-    alpha: float = 2.0,
-    seed: int = 0,
-    moves: bool = True,
+    data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0, moves: bool = True,
     whole_move: str | None = None,
 ):
     """Run the real sweep with no information in the data.
@@ -70,9 +65,8 @@ def test_ibp_prior_matches_poisson(data_cols, moves, whole_move):
     )
     if moves:
         # The check only speaks for the moves if they ran: thousands of accepted proposals.
-        ran = ["births", "deaths", "flips", "transfers"] + (
-            ["whole_birth", "whole_death"] if whole_move else []
-        )
+        ran = ["births", "deaths", "flips", "transfers"]
+        ran += ["whole_birth", "whole_death"] if whole_move else []
         assert min(moved[k] for k in ran) > 300, moved
     target = alpha * ibp.harmonic(n)  # 5.858
     mean, se = batch_mean_se(k_plus)

@@ -27,19 +27,8 @@ def _successive_conditional(spec, n_sweeps, seed=0):
     Y[0, 1] = np.nan  # one unobserved entry exercises the data augmentation
     data = model.Data.from_array(Y)
     state = model.init_state(rng, data, spec)
-    keys = (
-        "alpha",
-        "eta",
-        "k_plus",
-        "x2",
-        "logsig",
-        "beta2",
-        "w_in",
-        "births",
-        "deaths",
-        "transfers",
-        "whole",
-    )
+    keys = ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in", "births", "deaths", "transfers")
+    keys += ("whole",)
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         Phi = state.phi(spec.bias)
@@ -88,11 +77,7 @@ def _expected(spec):
 )
 def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update):
     spec = model.ModelSpec(
-        n_frequencies=M,
-        ibp=ibp_on,
-        n_dims=2,
-        alpha_prior=(2.0, 2.0),
-        whole_move=whole_move,
+        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), whole_move=whole_move,
         frequency_update=frequency_update,
     )
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)

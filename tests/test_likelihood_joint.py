@@ -63,8 +63,7 @@ CASES = {
     "binomial": ({"n_trials": N_TRIALS, "prior_scale": SCALE}, _draw_binomial),
     "multinomial": ({"prior_scale": SCALE}, _draw_multinomial),
     "negbinom+offset": (
-        {"e0": E0, "f0": F0, "prior_scale": SCALE, "size_factors": SIZE_FACTORS},
-        _draw_negbinom,
+        {"e0": E0, "f0": F0, "prior_scale": SCALE, "size_factors": SIZE_FACTORS}, _draw_negbinom
     ),
     "poisson+offset": ({"prior_scale": SCALE, "size_factors": SIZE_FACTORS}, _draw_poisson),
 }
@@ -76,12 +75,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     lik = make_likelihood(name, **hyper)
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
-        n_frequencies=M,
-        ibp=ibp_on,
-        n_dims=2,
-        alpha_prior=(2.0, 2.0),
-        bias=True,
-        likelihood=lik,
+        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
         whole_move=whole_move,
     )
     rng = np.random.default_rng(seed)
@@ -91,21 +85,8 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     data = model.Data.from_array(Y, lik)
     state = model.init_state(rng, data, spec)
     free = J - 1 if name == "multinomial" else J
-    keys = (
-        "alpha",
-        "eta",
-        "k_plus",
-        "x2",
-        "w_in",
-        "beta1",
-        "beta2",
-        "r",
-        "logr",
-        "births",
-        "flips",
-        "transfers",
-        "whole",
-    )
+    keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips")
+    keys += ("transfers", "whole")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         psi = state.phi(spec.bias) @ state.params["beta"] + offset
