@@ -34,17 +34,20 @@ class _Estimator(IBPRFLVM):
     start_density = 1.0
     transfer_min_cos = 0.3
     flip_scale = 0.2
+    absorb_min_cos = 0.3
 
     def _spec(self):
         return replace(
             super()._spec(), frequency_update=self.frequency_update, start_density=self.start_density,
             transfer_min_cos=self.transfer_min_cos, flip_scale=self.flip_scale,
+            absorb_min_cos=self.absorb_min_cos,
         )
 
 
 def _chain(
     Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
     frequency_update="mh", start_density=1.0, transfer_min_cos=0.3, flip_scale=0.2,
+    absorb_min_cos=0.3,
 ):
     t0 = time.perf_counter()
     est = _Estimator(
@@ -55,6 +58,7 @@ def _chain(
     est.start_density = start_density
     est.transfer_min_cos = transfer_min_cos
     est.flip_scale = flip_scale
+    est.absorb_min_cos = absorb_min_cos
     est.fit(Y_train)
     seconds = time.perf_counter() - t0
     out = {
@@ -102,6 +106,10 @@ def main(argv=None) -> dict:
         "--transfer-min-cos", type=lambda v: None if v == "none" else float(v), default=0.3,
         help="row transfers between dimensions whose frequencies have |cos| >= this ('none': off)",
     )
+    p.add_argument(
+        "--absorb-min-cos", type=lambda v: None if v == "none" else float(v), default=0.3,
+        help="absorb/emit moves between dimensions whose frequencies have |cos| >= this ('none': off)",
+    )
     p.add_argument("--flip-scale", type=float, default=0.2, help="sd of a flipped-on coordinate")
     p.add_argument("--seed-offset", type=int, default=0, help="added to every chain's seed")
     p.add_argument("--n-jobs", type=int, default=2)
@@ -119,7 +127,7 @@ def main(argv=None) -> dict:
         delayed(_chain)(
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
             (args.replicas, args.replica_top), args.frequency_update, args.start_density,
-            args.transfer_min_cos, args.flip_scale,
+            args.transfer_min_cos, args.flip_scale, args.absorb_min_cos,
         )
         for s, seed in jobs
     )
@@ -138,6 +146,7 @@ def main(argv=None) -> dict:
         "start_density": args.start_density,
         "transfer_min_cos": args.transfer_min_cos,
         "flip_scale": args.flip_scale,
+        "absorb_min_cos": args.absorb_min_cos,
         "seed_offset": args.seed_offset,
         "n_iter": args.n_iter,
         "wall_seconds": wall,

@@ -41,7 +41,8 @@ def _prior_chain(
     )
     state = model.init_state(rng, data, spec)
     k_plus, row_counts, x2 = [], [], []
-    moved = {"births": 0, "deaths": 0, "flips": 0, "transfers": 0, "whole_birth": 0, "whole_death": 0}
+    moved = {"births": 0, "deaths": 0, "flips": 0, "transfers": 0, "absorbs": 0, "whole_birth": 0}
+    moved["whole_death"] = 0
     for _ in range(n_sweeps):
         state, info = model.sweep(rng, state, data, spec)
         k_plus.append(state.k_plus)
@@ -65,7 +66,7 @@ def test_ibp_prior_matches_poisson(data_cols, moves, whole_move):
     )
     if moves:
         # The check only speaks for the moves if they ran: thousands of accepted proposals.
-        ran = ["births", "deaths", "flips", "transfers"]
+        ran = ["births", "deaths", "flips", "transfers", "absorbs"]
         ran += ["whole_birth", "whole_death"] if whole_move else []
         assert min(moved[k] for k in ran) > 300, moved
     target = alpha * ibp.harmonic(n)  # 5.858

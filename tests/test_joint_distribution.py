@@ -28,7 +28,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
     data = model.Data.from_array(Y)
     state = model.init_state(rng, data, spec)
     keys = ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in", "births", "deaths", "transfers")
-    keys += ("whole",)
+    keys += ("absorbs", "whole")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         Phi = state.phi(spec.bias)
@@ -41,6 +41,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
         out["births"].append(info.get("births", 0))
         out["deaths"].append(info.get("deaths", 0))
         out["transfers"].append(info.get("transfers", 0))
+        out["absorbs"].append(info.get("absorbs", 0))
         out["whole"].append(info.get("whole_birth", 0) + info.get("whole_death", 0))
         out["alpha"].append(state.alpha)
         out["eta"].append(state.eta)
@@ -83,7 +84,7 @@ def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update):
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
-        assert draws["transfers"].sum() > 500
+        assert draws["transfers"].sum() > 500 and draws["absorbs"].sum() > 500
     if whole_move:
         assert draws["whole"].sum() > 200
     failures = []

@@ -86,7 +86,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     state = model.init_state(rng, data, spec)
     free = J - 1 if name == "multinomial" else J
     keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips")
-    keys += ("transfers", "whole")
+    keys += ("transfers", "absorbs", "whole")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         psi = state.phi(spec.bias) @ state.params["beta"] + offset
@@ -98,6 +98,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
             out["whole"].append(info.get("whole_birth", 0) + info.get("whole_death", 0))
             out["flips"].append(info["flips"])
             out["transfers"].append(info["transfers"])
+            out["absorbs"].append(info["absorbs"])
         beta = state.params["beta"][:, :free] / SCALE
         out["alpha"].append(state.alpha)
         out["eta"].append(state.eta)
@@ -164,7 +165,7 @@ def _run_and_check(name, ibp_on, n_sweeps, whole_move=None):
     draws = _successive_conditional(name, ibp_on, n_sweeps, whole_move=whole_move)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
-        assert draws["transfers"].sum() > 300
+        assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
     if whole_move:
         assert draws["whole"].sum() > 200
     expected = _expected(name.split("+")[0], ibp_on)

@@ -17,7 +17,7 @@ import numpy as np
 from .features import feature_map
 from .likelihoods import gaussian
 from .likelihoods.base import Prepared
-from .samplers import dimension_moves, dp_mixture, factorised, ibp, transfer, whole_dimension
+from .samplers import absorb, dimension_moves, dp_mixture, factorised, ibp, transfer, whole_dimension
 
 #: Frequency updates of the collapsed Gaussian's sweep, by `ModelSpec.frequency_update`.
 FREQUENCY_UPDATES = {"mh": gaussian.mh_frequencies, "ess": gaussian.ess_frequencies}
@@ -41,7 +41,8 @@ class ModelSpec:
     docs/sampler.md section 4). `start_density` below 1 starts each entry of ``Z`` on with that
     probability instead of all on (the sparse start of docs/sampler.md section 3; measured, not
     adopted). `transfer_min_cos` adds the row transfers of :mod:`.samplers.transfer` to the moves,
-    between dimensions whose frequency columns have ``|cos|`` at least this (None: off).
+    between dimensions whose frequency columns have ``|cos|`` at least this (None: off), and
+    `absorb_min_cos` the absorb/emit moves of :mod:`.samplers.absorb` (None: off).
     """
 
     n_frequencies: int = 50
@@ -57,6 +58,7 @@ class ModelSpec:
     moves: bool = True
     flip_scale: float = 0.2
     transfer_min_cos: float | None = 0.3
+    absorb_min_cos: float | None = 0.3
     scaled_start: bool = True
     whole_move: str | None = None
     frequency_update: str = "mh"
@@ -256,6 +258,15 @@ def _dimension_moves(
             )
         else:
             transfers = transfer.transfer_pairs(rng, w.X, w.Z, w.W, counts, spec.transfer_min_cos, target)
+    absorbs = (0, 0)
+    if spec.absorb_min_cos is not None:
+        if spec.use_likelihood and spec.likelihood.collapsed:
+            pairs = absorb.ordered_pairs(w.W, spec.absorb_min_cos)
+            absorbs = absorb.absorb_rows_collapsed(
+                rng, *_kernel_args(w, spec, Phi, target.cache), counts, *pairs
+            )
+        else:
+            absorbs = absorb.absorb_pairs(rng, w.X, w.Z, w.W, counts, spec.absorb_min_cos, target)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, info = dimension_moves.singleton_birth_death(rng, dims, w.alpha, q, spec.lam0, target)
@@ -273,6 +284,7 @@ def _dimension_moves(
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
     info["flips"] = int(flips)
     info["transfers_proposed"], info["transfers"] = int(transfers[0]), int(transfers[1])
+    info["absorbs_proposed"], info["absorbs"] = int(absorbs[0]), int(absorbs[1])
     info["seconds_moves"] = {
         "flips": t_flips - t0, "transfers": t1 - t_flips, "singletons": t2 - t1,
         "whole": time.perf_counter() - t2,

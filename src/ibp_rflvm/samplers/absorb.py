@@ -1,0 +1,148 @@
+"""Absorb/emit: fold a dimension into an aligned one for a row that uses both, or the reverse.
+
+Why: a chain started with every row on every dimension mixes a generating dimension across
+several columns rather than splitting it, so the rows that use both columns of an aligned pair
+cannot be moved by a row transfer (:mod:`transfer`). For such a row, switching ``b`` off while
+adding ``c x_b`` to ``x_a`` keeps its phase ``x_a w_a + x_b w_b`` when ``w_b = c w_a``.
+
+The move, for an ordered pair ``(a, b)`` of active dimensions with ``|cos(w_a, w_b)| >= min_cos``,
+``c = <w_a, w_b> / |w_a|^2`` (the projection of ``w_b`` on ``w_a``), and a row that uses ``a``:
+
+* absorb (``z_b = 1``, other rows use ``b`` too): ``z_b -> 0``, ``x_a -> x_a + c x_b``;
+* emit (``z_b = 0``): ``z_b -> 1``, ``x_a -> x_a - c x_b``, with ``x_b`` the value the row holds
+  while off (prior ``N(0, 1)``).
+
+``x_b`` is unchanged, so the map is a shear (Jacobian 1) and each is the other's inverse.
+Acceptance in the exchangeable view (sticks integrated out; ``m`` = other rows using ``b``):
+absorb ``(N - m)/m * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``,
+emit ``m/(N - m) * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``.
+The ordered pairs and ``c`` depend on ``W`` only, which the move leaves alone.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..features import row_features
+from ..row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
+from .transfer import aligned_pairs
+
+
+def ordered_pairs(W: np.ndarray, min_cos: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(keep, toggle, c)``: both orders of every aligned pair, ``c = <w_keep, w_toggle> / |w_keep|^2``."""
+    a, b, _ = aligned_pairs(W, min_cos)
+    keep = np.concatenate([a, b])
+    toggle = np.concatenate([b, a])
+    dots = np.einsum("mk,mk->k", W[:, keep], W[:, toggle])
+    return keep, toggle, dots / np.einsum("mk,mk->k", W[:, keep], W[:, keep])
+
+
+@njit(cache=True)
+def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int) -> float:
+    """Prior part of the log acceptance ratio (module docstring); `m` excludes the row."""
+    odds = math.log(n - m) - math.log(m) if z_b == 1 else math.log(m) - math.log(n - m)
+    return odds - 0.5 * (new_a * new_a - x_a * x_a)
+
+
+@njit(cache=True)
+def _proposal(X, Z, i, a, b, c, counts):
+    """``(m, new_x_a)`` for row `i`, or ``m = 0`` when the move does not apply."""
+    if Z[i, a] == 0:
+        return 0, 0.0
+    z_b = Z[i, b]
+    m = counts[b] - z_b
+    if m == 0:
+        return 0, 0.0  # absorbing the last user would kill `b`; emitting into an empty column is a birth
+    return m, X[i, a] + c * X[i, b] if z_b == 1 else X[i, a] - c * X[i, b]
+
+
+@njit(cache=True, fastmath=FAST)
+def absorb_rows_collapsed(
+    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, keep, toggle, cs
+):
+    """Every row in turn, every ordered aligned pair: one absorb or emit proposal, scored by the
+    rank-2 row cache. Returns ``(proposed, accepted)``."""
+    N, K = X.shape
+    L = Phi.shape[1]
+    J = Y.shape[1]
+    phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
+    tried = acc = 0
+    for i in range(N):
+        prepare_row(Phi[i], A, P, v, r)
+        for p in range(keep.size):
+            a, b = keep[p], toggle[p]
+            m, new_a = _proposal(X, Z, i, a, b, cs[p], counts)
+            if m == 0:
+                continue
+            z_b = Z[i, b]
+            log_u = math.log(rng.random())
+            for k in range(K):
+                h[k] = X[i, k] * Z[i, k]
+            h[a] = new_a
+            h[b] = 0.0 if z_b == 1 else X[i, b]
+            row_features(h, W, bias, phi_new)
+            ll_new = eval_row(
+                phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
+            )
+            tried += 1
+            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N) + ll_new - state[1]:
+                commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
+                X[i, a] = new_a
+                Z[i, b] = 1 - z_b
+                counts[b] += 1 - 2 * z_b
+                acc += 1
+                prepare_row(Phi[i], A, P, v, r)
+    return tried, acc
+
+
+@njit(cache=True)
+def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, accepted):
+    """Accept or reject pair ``(a, b)``'s proposals row by row (``m`` couples them)."""
+    N = Z.shape[0]
+    tried = acc = 0
+    for i in range(N):
+        accepted[i] = False
+        m, new_a = _proposal(X, Z, i, a, b, c, counts)
+        if m == 0:
+            continue
+        z_b = Z[i, b]
+        tried += 1
+        if math.log(rng.random()) < absorb_log_ratio(z_b, X[i, a], new_a, m, N) + delta_ll[i]:
+            X[i, a] = new_a
+            Z[i, b] = 1 - z_b
+            counts[b] += 1 - 2 * z_b
+            accepted[i] = True
+            acc += 1
+    return tried, acc
+
+
+def absorb_pairs(rng: np.random.Generator, X, Z, W, counts, min_cos: float, target) -> tuple[int, int]:
+    """Absorb/emit for a row-factorised target (or the prior alone), one ordered pair at a time.
+
+    Row ``i``'s proposal for a pair depends only on its own ``(z_b, x_a, x_b)``, which no other
+    row's move changes, so the rows that use ``a`` are scored in one array pass
+    (`target.deltas_at`) and accepted row by row in compiled code. Returns ``(proposed, accepted)``.
+    """
+    keep, toggle, cs = ordered_pairs(W, min_cos)
+    N = Z.shape[0]
+    accepted = np.zeros(N, dtype=np.bool_)
+    delta = np.zeros(N)
+    tried = acc = 0
+    for a, b, c in zip(keep.tolist(), toggle.tolist(), cs.tolist(), strict=True):
+        rows = np.flatnonzero(Z[:, a] == 1)
+        if rows.size == 0:
+            continue
+        on = Z[rows, b] == 1
+        H_rows = X[rows] * Z[rows]
+        H_rows[:, a] = np.where(on, X[rows, a] + c * X[rows, b], X[rows, a] - c * X[rows, b])
+        H_rows[:, b] = np.where(on, 0.0, X[rows, b])
+        delta[rows] = target.deltas_at(rows, H_rows, W)
+        t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, accepted)
+        tried += t
+        acc += n_acc
+        if n_acc:
+            target.accept_at(np.flatnonzero(accepted[rows]))
+    return tried, acc
