@@ -550,9 +550,9 @@ class IBPRFLVM(_RFLVMBase):
         a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a
         larger `n_iter`. With several chains, chain ``c`` uses ``<checkpoint_path>.chain<c>``.
     verbose : show a progress bar (sweeps per second and current K+).
-    sampler : ``"default"`` (joint ``(z, x)`` flips, row transfers between dimensions with
-        aligned frequencies and singleton birth/death after every IBP step, and a start scaled
-        so that ``H W^T`` has variance about 2; docs/sampler.md) or
+    sampler : ``"default"`` (joint ``(z, x)`` flips, row transfers and absorb/emit moves
+        between dimensions with aligned frequencies, and singleton birth/death after every IBP
+        step, and a start scaled so that ``H W^T`` has variance about 2; docs/sampler.md) or
         ``"paper"`` (the paper's sweep and start, kept for comparison).
     n_replicas : levels of replica exchange over the Gaussian noise prior (1 = off). Level
         ``l`` multiplies the prior scale ``b0`` by ``replica_top ** (l / (n_replicas - 1))``;
