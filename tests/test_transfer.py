@@ -1,4 +1,5 @@
-"""Row transfers (samplers/transfer.py): the involution, its ratio, and the caches it carries.
+"""Row transfers (samplers/transfer.py): the involution, its ratio, and the caches it carries
+(with those of absorb/emit, samplers/absorb.py, whose other tests are in tests/test_absorb.py).
 
 Exactness of the move inside the whole sweep is checked by the IBP prior check
 (tests/test_ibp.py) and the joint-distribution tests (tests/test_joint_distribution.py,
@@ -14,6 +15,7 @@ from scipy import stats
 from ibp_rflvm import model
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import gaussian, make_likelihood
+from ibp_rflvm.samplers import absorb as ab
 from ibp_rflvm.samplers import dimension_moves as dm
 from ibp_rflvm.samplers import factorised
 from ibp_rflvm.samplers import transfer as tr
@@ -56,7 +58,16 @@ def _collapsed_args(X, Z, W, Phi, Y, cache, prior):
             prior.a0 + 0.5 * n, prior.b0, prior.constant(n, Y.shape[1]))  # fmt: skip
 
 
-def test_collapsed_transfers_keep_the_row_cache_exact():
+#: Each aligned-pair move: its pairs of W, compiled kernel (row cache) and array version.
+PAIR_MOVES = {
+    "transfer": (tr.aligned_pairs, tr.transfer_rows_collapsed, tr.transfer_pairs),
+    "absorb": (ab.ordered_pairs, ab.absorb_rows_collapsed, ab.absorb_pairs),
+}
+
+
+@pytest.mark.parametrize("move", sorted(PAIR_MOVES))
+def test_collapsed_pair_moves_keep_the_row_cache_exact(move):
+    pairs, kernel, _ = PAIR_MOVES[move]
     rng = np.random.default_rng(0)
     n, j, k, m = 40, 4, 3, 5
     Y = rng.standard_normal((n, j))
@@ -72,9 +83,7 @@ def test_collapsed_transfers_keep_the_row_cache_exact():
     tried = acc = 0
     for _ in range(20):
         counts = Z.sum(axis=0).astype(np.int64)
-        t, a = tr.transfer_rows_collapsed(
-            rng, *_collapsed_args(X, Z, W, Phi, Y, cache, prior), counts, *tr.aligned_pairs(W, 0.3)
-        )
+        t, a = kernel(rng, *_collapsed_args(X, Z, W, Phi, Y, cache, prior), counts, *pairs(W, 0.3))
         tried, acc = tried + t, acc + a
         assert np.array_equal(counts, Z.sum(axis=0))
     assert acc > 20 and tried > acc, (tried, acc)
@@ -85,7 +94,9 @@ def test_collapsed_transfers_keep_the_row_cache_exact():
     assert np.allclose(cache.A, fresh.A, atol=1e-8)
 
 
-def test_factorised_transfers_keep_phi_psi_and_row_logliks():
+@pytest.mark.parametrize("move", sorted(PAIR_MOVES))
+def test_factorised_pair_moves_keep_phi_psi_and_row_logliks(move):
+    array_move = PAIR_MOVES[move][2]
     rng = np.random.default_rng(3)
     lik = make_likelihood("poisson")
     n, j, k, m = 30, 6, 3, 4
@@ -101,7 +112,7 @@ def test_factorised_transfers_keep_phi_psi_and_row_logliks():
     tried = acc = 0
     for _ in range(20):
         counts = Z.sum(axis=0).astype(np.int64)
-        t, a = tr.transfer_pairs(rng, X, Z, W, counts, 0.3, target)
+        t, a = array_move(rng, X, Z, W, counts, 0.3, target)
         tried, acc = tried + t, acc + a
         assert np.array_equal(counts, Z.sum(axis=0))
     assert acc > 20 and tried > acc, (tried, acc)

@@ -229,6 +229,21 @@ def _kernel_args(w: _Work, spec: ModelSpec, Phi: np.ndarray, cache: gaussian.Cac
     )  # fmt: skip
 
 
+#: The aligned-pair moves: (pairs of W, compiled kernel on the row cache, array version).
+_TRANSFER = (transfer.aligned_pairs, transfer.transfer_rows_collapsed, transfer.transfer_pairs)
+_ABSORB = (absorb.ordered_pairs, absorb.absorb_rows_collapsed, absorb.absorb_pairs)
+
+
+def _pair_move(rng, w: _Work, spec: ModelSpec, Phi, target, counts, min_cos, move) -> tuple[int, int]:
+    """Run one aligned-pair move (off when `min_cos` is None); ``(proposed, accepted)``."""
+    if min_cos is None:
+        return 0, 0
+    pairs, kernel, array_move = move
+    if spec.use_likelihood and spec.likelihood.collapsed:
+        return kernel(rng, *_kernel_args(w, spec, Phi, target.cache), counts, *pairs(w.W, min_cos))
+    return array_move(rng, w.X, w.Z, w.W, counts, min_cos, target)
+
+
 def _dimension_moves(
     rng: np.random.Generator, w: _Work, spec: ModelSpec, Phi: np.ndarray | None, fs
 ) -> dict:
@@ -249,24 +264,8 @@ def _dimension_moves(
         target = dimension_moves.FactorisedRows(fs)
         flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target)
     t_flips = time.perf_counter()
-    transfers = (0, 0)
-    if spec.transfer_min_cos is not None:
-        if spec.use_likelihood and spec.likelihood.collapsed:
-            pairs = transfer.aligned_pairs(w.W, spec.transfer_min_cos)
-            transfers = transfer.transfer_rows_collapsed(
-                rng, *_kernel_args(w, spec, Phi, target.cache), counts, *pairs
-            )
-        else:
-            transfers = transfer.transfer_pairs(rng, w.X, w.Z, w.W, counts, spec.transfer_min_cos, target)
-    absorbs = (0, 0)
-    if spec.absorb_min_cos is not None:
-        if spec.use_likelihood and spec.likelihood.collapsed:
-            pairs = absorb.ordered_pairs(w.W, spec.absorb_min_cos)
-            absorbs = absorb.absorb_rows_collapsed(
-                rng, *_kernel_args(w, spec, Phi, target.cache), counts, *pairs
-            )
-        else:
-            absorbs = absorb.absorb_pairs(rng, w.X, w.Z, w.W, counts, spec.absorb_min_cos, target)
+    transfers = _pair_move(rng, w, spec, Phi, target, counts, spec.transfer_min_cos, _TRANSFER)
+    absorbs = _pair_move(rng, w, spec, Phi, target, counts, spec.absorb_min_cos, _ABSORB)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, info = dimension_moves.singleton_birth_death(rng, dims, w.alpha, q, spec.lam0, target)
