@@ -6,8 +6,8 @@ For each data set a chain runs `--warm` default sweeps from the default start (s
 what the default sampler reaches there); from that one state, the paper's sweep and the default
 sweep are then each timed `--reps` times (each repetition restarts from the same state with its
 own generator), so both are measured at the same ``K+``. The default sweep's info gives the wall
-seconds of the flips, of the row transfers and of the singleton births and deaths. BLAS is
-limited to one thread, as ``fit`` does.
+seconds of the flips, of the row transfers, of absorb/emit and of the singleton births and
+deaths. BLAS is limited to one thread, as ``fit`` does.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def bench(name: str, likelihood: str, warm: int, reps: int, init_dims: int = 12)
         for _ in range(warm):
             state, _ = model.sweep(rng, state, data, spec)
         model.sweep(np.random.default_rng(0), state, data, paper)  # compile both paths
-        times = {"paper": [], "default": [], "flips": [], "transfers": [], "singletons": []}
+        times = {"paper": [], "default": [], "flips": [], "transfers": [], "absorbs": [], "singletons": []}
         for r in range(reps):
             for label, sp in (("paper", paper), ("default", spec)):
                 t0 = time.perf_counter()
@@ -46,6 +46,7 @@ def bench(name: str, likelihood: str, warm: int, reps: int, init_dims: int = 12)
                 if label == "default":
                     times["flips"].append(info["seconds_moves"]["flips"])
                     times["transfers"].append(info["seconds_moves"]["transfers"])
+                    times["absorbs"].append(info["seconds_moves"]["absorbs"])
                     times["singletons"].append(info["seconds_moves"]["singletons"])
     med = {k: float(np.median(v)) for k, v in times.items()}
     med["k_plus"] = state.k_plus
@@ -61,12 +62,12 @@ def main() -> None:
         ("cambridge", "gaussian"), ("cancer", "gaussian"), ("mice", "gaussian"), ("congress", "negbinom"),
     ]  # fmt: skip
     print(f"{'data':<10} {'likelihood':<9} {'K+':>3} {'paper s':>8} {'default s':>9} {'ratio':>6} "
-          f"{'flips':>6} {'transf':>6} {'single':>6}")  # fmt: skip
+          f"{'flips':>6} {'transf':>6} {'absorb':>6} {'single':>6}")  # fmt: skip
     for name, lik in cases:
         r = bench(name, lik, warm, reps)
         print(f"{name:<10} {lik:<9} {r['k_plus']:>3} {r['paper']:>8.3f} {r['default']:>9.3f} "
               f"{r['default'] / r['paper']:>6.2f} {r['flips']:>6.3f} {r['transfers']:>6.3f} "
-              f"{r['singletons']:>6.3f}",
+              f"{r['absorbs']:>6.3f} {r['singletons']:>6.3f}",
               flush=True)  # fmt: skip
 
 

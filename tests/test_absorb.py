@@ -1,5 +1,5 @@
-"""Absorb/emit moves (samplers/absorb.py): the shear and its ratio (the cache checks are
-parametrised with the transfers' in tests/test_transfer.py).
+"""Absorb/emit moves (samplers/absorb.py): the shear and its ratio (the cache checks and the
+option's switch are parametrised with the transfers' in tests/test_transfer.py).
 
 Exactness inside the whole sweep: the IBP prior check (tests/test_ibp.py) and the
 joint-distribution tests run with the moves on and require accepted absorbs and emits.
@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ibp_rflvm import model
 from ibp_rflvm.samplers import absorb as ab
 
 
@@ -38,12 +37,3 @@ def test_absorb_log_ratio_is_ibp_odds_times_the_coordinate_prior_and_emit_revers
     assert new_a - c * x_b == pytest.approx(x_a)
     assert back == pytest.approx(-got)
 
-
-def test_sweep_reports_absorbs_and_the_option_switches_them_off():
-    rng = np.random.default_rng(0)
-    data = model.Data.from_array(rng.standard_normal((40, 5)))
-    for min_cos, ran in ((0.0, True), (None, False)):
-        spec = model.ModelSpec(n_frequencies=5, n_dims=4, absorb_min_cos=min_cos)
-        state = model.init_state(np.random.default_rng(1), data, spec)
-        _, info = model.sweep(np.random.default_rng(2), state, data, spec)
-        assert (info["absorbs_proposed"] > 0) == ran

@@ -41,8 +41,8 @@ def _prior_chain(
     )
     state = model.init_state(rng, data, spec)
     k_plus, row_counts, x2 = [], [], []
-    moved = {"births": 0, "deaths": 0, "flips": 0, "transfers": 0, "absorbs": 0, "whole_birth": 0}
-    moved["whole_death"] = 0
+    moves_counted = ("births", "deaths", "flips", "transfers", "absorbs", "whole_birth", "whole_death")
+    moved = dict.fromkeys(moves_counted, 0)
     for _ in range(n_sweeps):
         state, info = model.sweep(rng, state, data, spec)
         k_plus.append(state.k_plus)

@@ -149,11 +149,12 @@ def test_both_paths_propose_the_same_coordinates():
     assert np.array_equal(X1[untouched], X[untouched]) and np.array_equal(Z1[untouched], Z[untouched])
 
 
-def test_sweep_reports_transfers_and_the_option_switches_them_off():
+@pytest.mark.parametrize("move", sorted(PAIR_MOVES))
+def test_sweep_reports_each_pair_move_and_its_option_switches_it_off(move):
     rng = np.random.default_rng(0)
     data = model.Data.from_array(rng.standard_normal((40, 5)))
     for min_cos, ran in ((0.0, True), (None, False)):
-        spec = model.ModelSpec(n_frequencies=5, n_dims=4, transfer_min_cos=min_cos)
+        spec = model.ModelSpec(n_frequencies=5, n_dims=4, **{f"{move}_min_cos": min_cos})
         state = model.init_state(np.random.default_rng(1), data, spec)
         _, info = model.sweep(np.random.default_rng(2), state, data, spec)
-        assert (info["transfers_proposed"] > 0) == ran
+        assert (info[f"{move}s_proposed"] > 0) == ran

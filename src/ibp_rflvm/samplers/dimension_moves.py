@@ -97,7 +97,7 @@ class FactorisedRows:
     def __init__(self, fs) -> None:
         self.fs = fs
         self._last = None
-        self._alt = None
+        self._at = None
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
         rows = np.array([i])
@@ -113,14 +113,11 @@ class FactorisedRows:
 
     def deltas(self, H_alt: np.ndarray, W: np.ndarray) -> np.ndarray:
         """Every row's change if its latent row became the same row of `H_alt` (one array pass)."""
-        self._alt = self.fs.rows_loglik(H_alt, W, self.fs.all_rows)
-        return self._alt[0] - self.fs.ll
+        return self.deltas_at(self.fs.all_rows, H_alt, W)
 
     def accept_rows(self, rows: np.ndarray) -> None:
-        ll, Phi, psi = self._alt
-        self.fs.Phi[rows] = Phi[rows]
-        self.fs.psi[rows] = psi[rows]
-        self.fs.ll[rows] = ll[rows]
+        """Commit the proposals of `rows` from the last `deltas` (row numbers are positions)."""
+        self.accept_at(rows)
 
     def deltas_at(self, rows: np.ndarray, H_rows: np.ndarray, W: np.ndarray) -> np.ndarray:
         """The change for each of `rows` if its latent row became the same row of `H_rows`;

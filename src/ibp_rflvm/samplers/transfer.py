@@ -153,8 +153,9 @@ def transfer_pairs(rng: np.random.Generator, X, Z, W, counts, min_cos: float, ta
     """Transfers for a row-factorised target (or the prior alone), one aligned pair at a time.
 
     Given the weights, row ``i``'s proposal for a pair depends only on its own ``(z, x)`` in the
-    two dimensions, which no other row's transfer changes, so every row's proposal is scored in
-    one array pass (`target.deltas`); the accept decisions then run row by row in compiled code.
+    two dimensions, which no other row's transfer changes, so the proposals of the rows that use
+    exactly one of the two are scored in one array pass (`target.deltas_at`); the accept
+    decisions then run row by row in compiled code.
     `X`, `Z`, `counts` are updated in place. Returns ``(proposed, accepted)``.
     """
     pa, pb, pc = aligned_pairs(W, min_cos)
