@@ -47,12 +47,12 @@ class _Estimator(IBPRFLVM):
 def _chain(
     Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
     frequency_update="mh", start_density=1.0, transfer_min_cos=0.3, flip_scale=0.2,
-    absorb_min_cos=0.3,
+    absorb_min_cos=0.3, max_dims=None,
 ):
     t0 = time.perf_counter()
     est = _Estimator(
         likelihood=likelihood, n_iter=n_iter, init_dims=init_dims, random_state=seed, sampler=sampler,
-        alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1],
+        alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1], max_dims=max_dims,
     )
     est.frequency_update = frequency_update
     est.start_density = start_density
@@ -111,6 +111,7 @@ def main(argv=None) -> dict:
         help="absorb/emit moves between dimensions whose frequencies have |cos| >= this ('none': off)",
     )
     p.add_argument("--flip-scale", type=float, default=0.2, help="sd of a flipped-on coordinate")
+    p.add_argument("--max-dims", type=int, default=None, help="cap on K+ (default: none)")
     p.add_argument("--seed-offset", type=int, default=0, help="added to every chain's seed")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)
@@ -127,7 +128,7 @@ def main(argv=None) -> dict:
         delayed(_chain)(
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
             (args.replicas, args.replica_top), args.frequency_update, args.start_density,
-            args.transfer_min_cos, args.flip_scale, args.absorb_min_cos,
+            args.transfer_min_cos, args.flip_scale, args.absorb_min_cos, args.max_dims,
         )
         for s, seed in jobs
     )
@@ -148,6 +149,7 @@ def main(argv=None) -> dict:
         "flip_scale": args.flip_scale,
         "absorb_min_cos": args.absorb_min_cos,
         "seed_offset": args.seed_offset,
+        "max_dims": args.max_dims,
         "n_iter": args.n_iter,
         "wall_seconds": wall,
         "rhat_k_plus": rhat(k),

@@ -22,9 +22,21 @@ def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
     return float(x.mean()), float(means.std(ddof=1) / math.sqrt(n_batches))
 
 
+def capped_prior_moments(a: float, b: float, n: int, cap: int) -> tuple[float, float]:
+    """``E[alpha]`` and ``E[K+]`` when ``alpha ~ Gamma(a, rate b)`` and the joint prior of
+    ``(alpha, Z)`` is conditioned on ``K+ <= cap``: ``K+`` is then negative binomial
+    (``r = a``, ``p = b / (b + H_N)``) truncated at the cap, and ``alpha | K+`` is
+    ``Gamma(a + K+, b + H_N)``."""
+    h = ibp.harmonic(n)
+    k = np.arange(cap + 1)
+    pmf = stats.nbinom(a, b / (b + h)).pmf(k)
+    pmf /= pmf.sum()
+    return float(pmf @ ((a + k) / (b + h))), float(pmf @ k)
+
+
 def _prior_chain(
     data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0, moves: bool = True,
-    whole_move: str | None = None,
+    whole_move: str | None = None, max_dims: int | None = None,
 ):
     """Run the real sweep with no information in the data.
 
@@ -37,7 +49,8 @@ def _prior_chain(
     Y = np.zeros((n, data_cols if use_lik else 1))
     data = model.Data.from_array(Y)
     spec = model.ModelSpec(
-        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves, whole_move=whole_move
+        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves, whole_move=whole_move,
+        max_dims=max_dims,
     )
     state = model.init_state(rng, data, spec)
     k_plus, row_counts, x2 = [], [], []
@@ -82,6 +95,31 @@ def test_ibp_prior_matches_poisson(data_cols, moves, whole_move):
     assert abs(x2_mean - 1.0) < 4 * x2_se, (x2_mean, x2_se)
     # The mistake SPEC section 2 warns of gives 2.7; make sure the test could see it.
     assert 4 * se < 1.0
+
+
+@pytest.mark.parametrize("moves", [True, False], ids=["default-sweep", "paper-sweep"])
+@pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
+def test_capped_ibp_prior_is_the_truncated_poisson(data_cols, moves):
+    """With ``max_dims`` the prior is the IBP conditioned on ``K+ <= cap``: ``K+`` follows the
+    Poisson(alpha H_N) truncated at the cap. A cap of 5 against a mean of 5.86 truncates 45%
+    of the mass, so a sampler that ignored the cap anywhere, or applied it as a reflection
+    rather than as an indicator, would be off by many standard errors."""
+    n, alpha, cap = 10, 2.0, 5
+    k_plus, _, x2, moved = _prior_chain(data_cols, 4000, n=n, alpha=alpha, moves=moves, max_dims=cap)
+    assert k_plus.max() <= cap
+    if moves:
+        assert min(moved[k] for k in ("births", "deaths", "flips")) > 300, moved
+    pmf = stats.poisson(alpha * ibp.harmonic(n)).pmf(np.arange(cap + 1))
+    pmf /= pmf.sum()
+    for name, values, target in [
+        ("mean", k_plus, float(pmf @ np.arange(cap + 1))),
+        ("P(K+ = cap)", k_plus == cap, float(pmf[cap])),
+        ("P(K+ <= 2)", k_plus <= 2, float(pmf[:3].sum())),
+    ]:
+        mean, se = batch_mean_se(values)
+        assert abs(mean - target) < 4 * se, (name, mean, target, se)
+    x2_mean, x2_se = batch_mean_se(x2)
+    assert abs(x2_mean - 1.0) < 4 * x2_se, (x2_mean, x2_se)
 
 
 def _new_stick_cdf(alpha: float, n: int, upper: float):

@@ -15,7 +15,7 @@ from scipy import special, stats
 from ibp_rflvm import model
 from ibp_rflvm.samplers import ibp
 
-from .test_ibp import batch_mean_se
+from .test_ibp import batch_mean_se, capped_prior_moments
 
 N, J, M = 5, 2, 3
 P_W_INSIDE = float(stats.t(df=3).cdf(math.sqrt(1.5)) - stats.t(df=3).cdf(-math.sqrt(1.5)))
@@ -63,7 +63,9 @@ def _expected(spec):
         "beta2": 0.0,
         "w_in": 0.0,
     }
-    if spec.ibp:
+    if spec.ibp and spec.max_dims is not None:
+        exp["alpha"], exp["k_plus"] = capped_prior_moments(*spec.alpha_prior, N, spec.max_dims)
+    elif spec.ibp:
         mean_alpha = spec.alpha_prior[0] / spec.alpha_prior[1]
         exp["alpha"] = mean_alpha
         exp["k_plus"] = mean_alpha * ibp.harmonic(N)
@@ -72,14 +74,20 @@ def _expected(spec):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("ibp_on", "whole_move", "frequency_update"),
-    [(True, None, "mh"), (False, None, "mh"), (True, "informed", "mh"), (True, None, "ess")],
-    ids=["ibp-rflvm", "dense-rflvm", "ibp-rflvm-whole-dimension-moves", "ibp-rflvm-frequency-ess"],
+    ("ibp_on", "whole_move", "frequency_update", "max_dims"),
+    [
+        (True, None, "mh", None), (False, None, "mh", None), (True, "informed", "mh", None),
+        (True, None, "ess", None), (True, None, "mh", 2),
+    ],
+    ids=[
+        "ibp-rflvm", "dense-rflvm", "ibp-rflvm-whole-dimension-moves", "ibp-rflvm-frequency-ess",
+        "ibp-rflvm-capped",
+    ],
 )
-def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update):
+def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update, max_dims):
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), whole_move=whole_move,
-        frequency_update=frequency_update,
+        frequency_update=frequency_update, max_dims=max_dims,
     )
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
@@ -87,6 +95,8 @@ def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update):
         assert draws["transfers"].sum() > 500 and draws["absorbs"].sum() > 500
     if whole_move:
         assert draws["whole"].sum() > 200
+    if max_dims is not None:
+        assert draws["k_plus"].max() <= max_dims
     failures = []
     for name, target in _expected(spec).items():
         mean, se = batch_mean_se(draws[name])

@@ -17,7 +17,7 @@ from ibp_rflvm import model
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.samplers import ibp
 
-from .test_ibp import batch_mean_se
+from .test_ibp import batch_mean_se, capped_prior_moments
 from .test_joint_distribution import P_W_INSIDE
 
 N, J, M = 6, 3, 3
@@ -69,14 +69,14 @@ CASES = {
 }
 
 
-def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None):
+def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None, max_dims=None):
     hyper, draw = CASES[name]
     name = name.split("+")[0]
     lik = make_likelihood(name, **hyper)
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
-        whole_move=whole_move,
+        whole_move=whole_move, max_dims=max_dims,
     )
     rng = np.random.default_rng(seed)
     observed = np.ones((N, J), dtype=bool)
@@ -115,9 +115,11 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     return {k: np.asarray(v[burn:], dtype=float) for k, v in out.items() if v}
 
 
-def _expected(name, ibp_on):
+def _expected(name, ibp_on, max_dims=None):
     exp = {"eta": 1.0, "x2": 0.0, "w_in": 0.0, "beta1": 0.0, "beta2": 0.0}
-    if ibp_on:
+    if ibp_on and max_dims is not None:
+        exp["alpha"], exp["k_plus"] = capped_prior_moments(2.0, 2.0, N, max_dims)
+    elif ibp_on:
         exp["alpha"] = 1.0
         exp["k_plus"] = 1.0 * ibp.harmonic(N)
     if name == "negbinom":
@@ -161,13 +163,21 @@ def test_whole_dimension_moves_get_it_right_with_counts():
     _run_and_check("poisson", True, 4000, whole_move="informed")
 
 
-def _run_and_check(name, ibp_on, n_sweeps, whole_move=None):
-    draws = _successive_conditional(name, ibp_on, n_sweeps, whole_move=whole_move)
+@pytest.mark.slow
+def test_capped_count_sweep_gets_it_right():
+    """The cap on K+ (max_dims) on the factorised path: the joint prior conditioned on K+ <= 2."""
+    _run_and_check("negbinom", True, 4000, max_dims=2)
+
+
+def _run_and_check(name, ibp_on, n_sweeps, whole_move=None, max_dims=None):
+    draws = _successive_conditional(name, ibp_on, n_sweeps, whole_move=whole_move, max_dims=max_dims)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
         assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
     if whole_move:
         assert draws["whole"].sum() > 200
-    expected = _expected(name.split("+")[0], ibp_on)
+    if max_dims is not None:
+        assert draws["k_plus"].max() <= max_dims
+    expected = _expected(name.split("+")[0], ibp_on, max_dims)
     report = _check({k: draws[k] for k in expected}, expected)
     print(name, "ibp" if ibp_on else "dense", "; ".join(report))

@@ -55,6 +55,9 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
     def _n_dims(self) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _max_dims(self) -> int | None:
+        return None
+
     def _spec(self) -> ModelSpec:
         if not isinstance(self.likelihood, str):
             raise ValueError(f"likelihood must be a name such as 'gaussian'; got {self.likelihood!r}")
@@ -77,6 +80,7 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
             likelihood=lik,
             moves=self._ibp and not paper,
             scaled_start=not paper,
+            max_dims=self._max_dims(),
         )
 
     def _burn_in(self) -> int:
@@ -534,6 +538,10 @@ class IBPRFLVM(_RFLVMBase):
         widely used ones slowly, and chains started from 2 stay in a poorer mode
         (docs/sampler.md).
     random_state : seed or ``numpy.random.Generator``; the same seed gives the same chain.
+    max_dims : cap on ``K+``, the number of dimensions in use (None: none). The prior is then the
+        IBP conditioned on ``K+ <= max_dims``, which every update of ``Z`` respects exactly. It
+        bounds the cost of a sweep on wide or large-count data, where ``K+`` otherwise grows for
+        hundreds of sweeps (docs/sampler.md section 7).
     alpha_prior : ``(shape, rate)`` of the Gamma prior on the IBP concentration.
     eta_prior : ``(shape, rate)`` of the Gamma prior on the DP concentration.
     lam0 : NIW mean-precision scale of the frequency mixture.
@@ -572,6 +580,7 @@ class IBPRFLVM(_RFLVMBase):
         burn_in: int | None = None,
         init_dims: int = 12,
         random_state=None,
+        max_dims: int | None = None,
         alpha_prior: tuple[float, float] = (1.0, 1.0),
         eta_prior: tuple[float, float] = (1.0, 1.0),
         lam0: float = 1.0,
@@ -592,6 +601,7 @@ class IBPRFLVM(_RFLVMBase):
         self.burn_in = burn_in
         self.init_dims = init_dims
         self.random_state = random_state
+        self.max_dims = max_dims
         self.alpha_prior = alpha_prior
         self.eta_prior = eta_prior
         self.lam0 = lam0
@@ -608,6 +618,9 @@ class IBPRFLVM(_RFLVMBase):
 
     def _n_dims(self) -> int:
         return self.init_dims
+
+    def _max_dims(self) -> int | None:
+        return None if self.max_dims is None else check_int("max_dims", self.max_dims, 1)
 
 
 class RFLVM(_RFLVMBase):

@@ -9,6 +9,7 @@ draw of the sweep, compiled kernels included, so a seed fixes the whole chain.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 
@@ -40,9 +41,11 @@ class ModelSpec:
     each frequency under its mixture component, collapsed Gaussian only; measured, not adopted:
     docs/sampler.md section 4). `start_density` below 1 starts each entry of ``Z`` on with that
     probability instead of all on (the sparse start of docs/sampler.md section 3; measured, not
-    adopted). `transfer_min_cos` adds the row transfers of :mod:`.samplers.transfer` to the moves,
-    between dimensions whose frequency columns have ``|cos|`` at least this (None: off), and
-    `absorb_min_cos` the absorb/emit moves of :mod:`.samplers.absorb` (None: off).
+    adopted). `max_dims` caps ``K+``: the joint prior of ``(alpha, Z)`` conditioned on
+    ``K+ <= max_dims`` (:mod:`.samplers.ibp`; None: the plain IBP). `transfer_min_cos` adds
+    the row transfers of :mod:`.samplers.transfer` to the moves, between dimensions whose
+    frequency columns have ``|cos|`` at least this (None: off), and `absorb_min_cos` the
+    absorb/emit moves of :mod:`.samplers.absorb` (None: off).
     """
 
     n_frequencies: int = 50
@@ -63,8 +66,17 @@ class ModelSpec:
     whole_move: str | None = None
     frequency_update: str = "mh"
     start_density: float = 1.0
+    max_dims: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_dims is not None:
+            cap = self.max_dims
+            if isinstance(cap, bool) or not isinstance(cap, numbers.Integral) or cap < 1:
+                raise ValueError(f"max_dims must be a positive integer or None; got {self.max_dims!r}")
+            if self.ibp and self.n_dims > self.max_dims:
+                raise ValueError(f"the start's {self.n_dims} dimensions exceed max_dims={self.max_dims}")
+            if self.whole_move is not None:
+                raise ValueError("whole_move does not support max_dims")
         if self.frequency_update not in FREQUENCY_UPDATES:
             raise ValueError(
                 f"frequency_update must be one of {sorted(FREQUENCY_UPDATES)}; got {self.frequency_update!r}"
@@ -269,7 +281,9 @@ def _dimension_moves(
     absorbs = _pair_move(rng, w, spec, Phi, target, counts, spec.absorb_min_cos, _ABSORB)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
-    dims, info = dimension_moves.singleton_birth_death(rng, dims, w.alpha, q, spec.lam0, target)
+    dims, info = dimension_moves.singleton_birth_death(
+        rng, dims, w.alpha, q, spec.lam0, target, spec.max_dims
+    )
     t2 = time.perf_counter()
     if spec.whole_move is not None:
         if not spec.use_likelihood:
@@ -316,18 +330,20 @@ def sweep(
         _resize(rng, w, order, 0, spec.lam0)
         w.pi = w.pi[order]
         counts = w.Z.sum(axis=0).astype(np.int64)
+        room = ibp.room(int(np.count_nonzero(counts)), spec.max_dims)
         Phi = None
         if not spec.use_likelihood:
             zero = np.zeros(N)
             for d in range(w.Z.shape[1]):
-                ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts)
+                ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts, room)
         elif collapsed:
             Phi = feature_map(w.X * w.Z, w.W, spec.bias)
             cache = gaussian.build_cache(Phi, w.Y, lik.prior)
-            info["z_flips"] = gaussian.gibbs_z_rows(rng, *_kernel_args(w, spec, Phi, cache), w.pi, counts)
+            args = _kernel_args(w, spec, Phi, cache)
+            info["z_flips"] = gaussian.gibbs_z_rows(rng, *args, w.pi, counts, room)
         else:
             fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
-            info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs)
+            info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs, room)
         if spec.moves:
             # The moves work with the sticks integrated out: drop the inactive dimensions (exact
             # marginalisation), move, and let update_sticks draw pi | Z afterwards.

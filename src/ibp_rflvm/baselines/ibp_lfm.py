@@ -217,6 +217,7 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
     A = np.ascontiguousarray(A[order])
     pi = np.ascontiguousarray(pi[order])
     counts = Z.sum(axis=0).astype(np.int64)
+    free = ibp.room(0, None)  # the linear factor model has no cap on K+
 
     if prm.use_likelihood:
         s2 = st.sigma2
@@ -228,7 +229,7 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
             ra = E @ a + h_old * aa  # a . (residual of each row without dimension d)
             prec = 1.0 + aa / s2
             delta_ll = 0.5 * ((ra / s2) ** 2 / prec - np.log(prec))
-            ibp.gibbs_column(rng, Z, d, delta_ll, pi, counts)
+            ibp.gibbs_column(rng, Z, d, delta_ll, pi, counts, free)
             on = Z[:, d] == 1
             e = rng.standard_normal(N)
             x = np.where(on, ra / (s2 * prec) + e / np.sqrt(prec), e)
@@ -237,7 +238,7 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
     else:
         zero = np.zeros(N)
         for d in range(Z.shape[1]):
-            ibp.gibbs_column(rng, Z, d, zero, pi, counts)
+            ibp.gibbs_column(rng, Z, d, zero, pi, counts, free)
 
     info = {"slice": s, "new_dims": int(n_new)}
     if prm.singleton_moves:

@@ -35,7 +35,7 @@ from ..row_cache import (
     prepare_row,
     row_buffers,
 )
-from ..samplers.ibp import gibbs_flip, z_log_prior_odds
+from ..samplers.ibp import capped, count_change, gibbs_flip, z_log_prior_odds
 from .base import Prepared
 
 __all__ = ["Cache", "GaussianLikelihood", "GaussianPrior", "build_cache", "collapsed_loglik", "impute"]
@@ -106,8 +106,9 @@ def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
 
 
 @njit(cache=True, fastmath=FAST)
-def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, pi, counts):
-    """Gibbs update of every ``z_id``, row by row, with the slice sampler's prior factor."""
+def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, pi, counts, room):
+    """Gibbs update of every ``z_id``, row by row, with the slice sampler's prior factor (and
+    the cap on ``K+``, :func:`ibp.capped`)."""
     N, K = X.shape
     L = Phi.shape[1]
     J = Y.shape[1]
@@ -117,6 +118,8 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
         prepare_row(Phi[i], A, P, v, r)
         for d in range(K):
             z_cur = Z[i, d]
+            if capped(counts, d, z_cur, room):
+                continue
             for k in range(K):
                 h[k] = X[i, k] * Z[i, k]
             h[d] = X[i, d] * (1 - z_cur)
@@ -134,7 +137,7 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
             if z_new != z_cur:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 Z[i, d] = z_new
-                counts[d] += z_new - z_cur
+                count_change(counts, d, z_cur, z_new, room)
                 n_flips += 1
                 prepare_row(Phi[i], A, P, v, r)
     return n_flips

@@ -276,7 +276,8 @@ class Dimensions:
 
 
 def singleton_birth_death(
-    rng: np.random.Generator, dims: Dimensions, alpha: float, q_sd: float, lam0: float, target: RowTarget
+    rng: np.random.Generator, dims: Dimensions, alpha: float, q_sd: float, lam0: float, target: RowTarget,
+    max_dims: int | None = None,
 ) -> tuple[Dimensions, dict]:
     """For each row, propose to replace the dimensions it owns alone by ``k ~ Poisson(alpha / N)``
     new ones (Meeds et al. 2007, in the exchangeable view).
@@ -289,7 +290,8 @@ def singleton_birth_death(
     ``p(y_i | new) / p(y_i | old) * prod_births N(x; 0, 1) / q(x) / prod_deaths N(x; 0, 1) / q(x)``.
 
     The Python loop visits only the rows :func:`ibp.singleton_plan` names, about ``alpha`` rows
-    plus the owners of singletons per sweep.
+    plus the owners of singletons per sweep. Under a cap on ``K+`` (`max_dims`, with `dims`
+    holding only active dimensions) a proposal past the cap is outside the support: rejected.
     """
     N = dims.Z.shape[0]
     k_new, counts, rows = ibp.singleton_plan(rng, dims.Z, alpha)
@@ -298,6 +300,8 @@ def singleton_birth_death(
         old = ibp.owned_singletons(dims.Z[i], counts)
         k = int(k_new[i])
         if k == 0 and old.size == 0:
+            continue
+        if max_dims is not None and dims.Z.shape[1] - old.size + k > max_dims:
             continue
         W_ext, mu_ext, Sigma_ext = dims.W, dims.mu, dims.Sigma
         for _ in range(k):

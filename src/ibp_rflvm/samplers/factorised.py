@@ -44,8 +44,11 @@ class FactorisedState:
         return self.lik.loglik_rows(psi, rows, self.params, self.prep), Phi, psi
 
 
-def update_z(rng: np.random.Generator, X, Z, W, pi, counts, fs: FactorisedState) -> int:
-    """Gibbs update of every ``z_id``; dimensions in the order given (the caller's scan order)."""
+def update_z(rng: np.random.Generator, X, Z, W, pi, counts, fs: FactorisedState, room=None) -> int:
+    """Gibbs update of every ``z_id``; dimensions in the order given (the caller's scan order).
+    `room`: the cap on ``K+`` (:func:`ibp.room`; None: no cap)."""
+    if room is None:
+        room = ibp.room(0, None)
     flips = 0
     for d in range(Z.shape[1]):
         H_alt = X * Z
@@ -53,7 +56,7 @@ def update_z(rng: np.random.Generator, X, Z, W, pi, counts, fs: FactorisedState)
         ll_alt, Phi_alt, psi_alt = fs.rows_loglik(H_alt, W, fs.all_rows)
         z_before = Z[:, d].copy()
         delta = np.where(z_before == 1, fs.ll - ll_alt, ll_alt - fs.ll)
-        ibp.gibbs_column(rng, Z, d, delta, pi, counts)
+        ibp.gibbs_column(rng, Z, d, delta, pi, counts, room)
         changed = Z[:, d] != z_before
         if changed.any():
             fs.Phi[changed] = Phi_alt[changed]

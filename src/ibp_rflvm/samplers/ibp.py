@@ -13,6 +13,13 @@ The sampler state is the binary matrix ``Z`` (``N x K`` represented dimensions),
    are dropped;
 4. ``update_alpha``: ``alpha ~ Gamma(a + K+, b + H_N)``.
 
+A cap on ``K+`` (``ModelSpec.max_dims``) conditions the joint prior of ``(alpha, Z)`` on the
+event ``K+ <= cap``. The indicator depends on ``Z`` alone, so the updates of the sticks, the
+slice and ``alpha`` are unchanged (``alpha | Z`` keeps its Gamma form), and every update of ``Z``
+multiplies its conditional by the indicator: a ``z`` that would switch on a dimension no row
+uses while ``K+`` is at the cap stays 0. The kernels carry the room left under the cap in a
+one-element array (:func:`room`), which they update as columns switch on and off.
+
 Why start new sticks below 1 rather than below ``pi*``: in the semi-ordered representation the
 inactive sticks form a Poisson process on ``(0, 1)`` independent of the active ones. Starting
 from ``pi*`` belongs to the fully ordered scheme and biases ``K+`` low (SPEC section 2).
@@ -24,6 +31,14 @@ import math
 
 import numpy as np
 from numba import njit
+
+#: The room of a model without a cap on ``K+``.
+UNCAPPED = 2**62
+
+
+def room(k_plus: int, cap: int | None) -> np.ndarray:
+    """How many more dimensions may switch on, in the one-element array the kernels update."""
+    return np.array([UNCAPPED if cap is None else cap - k_plus], dtype=np.int64)
 
 
 def harmonic(n: int) -> float:
@@ -262,6 +277,24 @@ def z_log_prior_odds(pi: np.ndarray, counts: np.ndarray, d: int, z_cur: int) -> 
 
 
 @njit(cache=True)
+def capped(counts: np.ndarray, d: int, z_cur: int, room: np.ndarray) -> bool:
+    """Whether ``z_id = 1`` is outside the support: it would switch on an unused dimension while
+    ``K+`` is at the cap (the conditional is then ``z_id = 0`` with probability 1)."""
+    return z_cur == 0 and counts[d] == 0 and room[0] <= 0
+
+
+@njit(cache=True)
+def count_change(counts: np.ndarray, d: int, z_cur: int, z_new: int, room: np.ndarray) -> None:
+    """Apply a flip of ``z_id`` to the column counts and to the room under the cap."""
+    if z_new != z_cur:
+        counts[d] += z_new - z_cur
+        if counts[d] == 0:
+            room[0] += 1
+        elif counts[d] == 1 and z_new == 1:
+            room[0] -= 1
+
+
+@njit(cache=True)
 def gibbs_flip(rng, log_odds_one: float) -> int:
     """Draw ``v`` with ``P(v = 1) = logistic(log_odds_one)``, stable for large magnitudes."""
     u = rng.random()
@@ -272,16 +305,18 @@ def gibbs_flip(rng, log_odds_one: float) -> int:
 
 
 @njit(cache=True)
-def gibbs_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, pi: np.ndarray, counts: np.ndarray):
+def gibbs_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, pi: np.ndarray, counts: np.ndarray, room):
     """Update column `d` of `Z` row by row, for likelihoods that factorise over rows.
 
     ``delta_ll[i] = log p(y_i | z_id = 1) - log p(y_i | z_id = 0)`` was computed for all rows at
     once; rows are still visited in turn because ``pi*`` couples them through ``m_d``.
-    `Z` and `counts` are updated in place.
+    `Z`, `counts` and `room` (:func:`room`) are updated in place.
     """
     for i in range(Z.shape[0]):
         z_cur = Z[i, d]
+        if capped(counts, d, z_cur, room):
+            continue
         lo = z_log_prior_odds(pi, counts, d, z_cur) + delta_ll[i]
         v = gibbs_flip(rng, lo)
-        counts[d] += v - z_cur
+        count_change(counts, d, z_cur, v, room)
         Z[i, d] = v
