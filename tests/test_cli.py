@@ -84,3 +84,15 @@ def test_datasets_command_lists_every_dataset(capsys):
     names += ("montreal", "congress", "spam", "newsgroups")
     for name in names:
         assert name in out
+
+
+def test_fit_passes_the_cap_on_k_plus(tmp_path, data):
+    import arviz as az
+
+    path = tmp_path / "expr.csv"
+    _write_csv(path, data)
+    out = tmp_path / "out"
+    args = ["fit", str(path), "--n-iter", "12", "--n-frequencies", "6", "--dims", "2", "--quiet"]
+    assert main([*args, "--max-dims", "2", "--out", str(out)]) == 0
+    k_plus = az.from_netcdf(out / "samples.nc").posterior["k_plus"].values
+    assert k_plus.max() <= 2 and k_plus.size > 0

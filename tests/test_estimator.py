@@ -120,6 +120,9 @@ def test_bad_input_gets_a_clear_error(bad, message):
         ({"n_iter": 0}, "n_iter"),
         ({"n_frequencies": -3}, "n_frequencies"),
         ({"burn_in": 10, "n_iter": 5}, "burn_in"),
+        ({"max_dims": 0}, "max_dims"),
+        ({"max_dims": 2.5}, "max_dims"),
+        ({"max_dims": 4, "init_dims": 6}, "exceed max_dims=4"),
     ],
 )
 def test_bad_parameters_get_a_clear_error(params, message, small):
@@ -134,6 +137,18 @@ def test_heldout_shape_is_checked(small):
         m.log_predictive_density(Y_test[:, :3])
     with pytest.raises(ValueError, match="training shape"):
         m.log_predictive_density(Y_test[:10])
+
+
+def test_max_dims_holds_k_plus_on_a_fit(small):
+    """The cap reaches the sampler: every kept and traced K+ of a capped fit stays under it,
+    while the same seed without the cap goes past it (so the check could fail)."""
+    Y_train, _ = small
+    kwargs = {"n_iter": 30, "n_frequencies": 10, "random_state": 3, "init_dims": 3}
+    free = IBPRFLVM(**kwargs).fit(Y_train)
+    capped = IBPRFLVM(max_dims=3, **kwargs).fit(Y_train)
+    assert free.n_active_.max() > 3
+    assert capped.n_active_.max() <= 3
+    assert IBPRFLVM(**kwargs).get_params()["max_dims"] is None
 
 
 def test_sampler_option_selects_the_paper_sweep_or_the_default(small):

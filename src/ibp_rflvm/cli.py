@@ -94,7 +94,8 @@ def _fit(args: argparse.Namespace) -> int:
         "verbose": not args.quiet, "sampler": args.sampler,
     }  # fmt: skip
     if args.model == "ibp":
-        model = IBPRFLVM(**common) if args.dims is None else IBPRFLVM(init_dims=args.dims, **common)
+        ibp_only = {"max_dims": args.max_dims} | ({} if args.dims is None else {"init_dims": args.dims})
+        model = IBPRFLVM(**ibp_only, **common)
     else:
         model = RFLVM(n_components=2 if args.dims is None else args.dims, **common)
     shape = "x".join(str(s) for s in Y.shape) if Y.ndim else "scalar"
@@ -190,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dims", type=int, default=None,
         help="initial (ibp; default: init_dims of IBPRFLVM) or fixed (dense; default 2) dimensions",
     )  # fmt: skip
+    fit.add_argument("--max-dims", type=int, default=None, help="cap on K+ (ibp; default: none)")
     fit.add_argument("--sampler", choices=["default", "paper"], default="default",
                      help="the mixing sampler (default) or the paper's sweep and start")  # fmt: skip
     fit.add_argument("--n-iter", type=int, default=100)
