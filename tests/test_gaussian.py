@@ -8,7 +8,7 @@ from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import gaussian as g
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.model import ModelSpec
-from ibp_rflvm.samplers import dp_mixture
+from ibp_rflvm.samplers import dp_mixture, ibp
 
 PRIOR = g.GaussianPrior(a0=1.3, b0=0.7)
 
@@ -66,7 +66,8 @@ def test_z_kernel_rank_two_updates_match_direct():
     pi = np.array([0.7, 0.5, 0.3])
     counts = Z.sum(axis=0).astype(np.int64)
     Z0 = Z.copy()
-    flips = g.gibbs_z_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache), pi, counts)
+    room = ibp.room(int(np.count_nonzero(counts)), None)
+    flips = g.gibbs_z_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache), pi, counts, room)
     assert flips == np.count_nonzero(Z != Z0) or flips >= np.count_nonzero(Z != Z0)
     assert flips > 0
     np.testing.assert_array_equal(counts, Z.sum(axis=0))
