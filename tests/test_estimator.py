@@ -1,9 +1,11 @@
 """Estimator behaviour: reproducibility, metrics, hold-out masks, and clear errors for bad input."""
 
+import warnings
+
 import numpy as np
 import pytest
 
-from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
+from ibp_rflvm import IBPRFLVM, RFLVM, CapReachedWarning, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
 from ibp_rflvm.evaluation.metrics import gaussian_logpdf
 
@@ -148,6 +150,13 @@ def test_max_dims_holds_k_plus_on_a_fit(small):
     capped = IBPRFLVM(max_dims=3, **kwargs).fit(Y_train)
     assert free.n_active_.max() > 3
     assert capped.n_active_.max() <= 3
+    # A cap the chain sits at for most kept sweeps is named.
+    with pytest.warns(CapReachedWarning, match="max_dims=2"):
+        IBPRFLVM(max_dims=2, **(kwargs | {"init_dims": 2})).fit(Y_train)
+    # A cap the chain never reaches says nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CapReachedWarning)
+        IBPRFLVM(max_dims=40, **kwargs).fit(Y_train)
     assert IBPRFLVM(**kwargs).get_params()["max_dims"] is None
 
 

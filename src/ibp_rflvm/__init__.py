@@ -6,7 +6,9 @@ sampled by MCMC.
 
 from ._validation import UnscaledDataWarning
 from .datasets.holdout import holdout_mask
-from .estimator import IBPRFLVM, RFLVM, ChainsDisagreeWarning
+from .estimator import IBPRFLVM, RFLVM, CapReachedWarning, ChainsDisagreeWarning
 
-__all__ = ["IBPRFLVM", "RFLVM", "ChainsDisagreeWarning", "UnscaledDataWarning", "holdout_mask"]
+__all__ = [
+    "IBPRFLVM", "RFLVM", "CapReachedWarning", "ChainsDisagreeWarning", "UnscaledDataWarning", "holdout_mask",
+]
 __version__ = "0.1.0"

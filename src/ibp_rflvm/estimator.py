@@ -41,6 +41,14 @@ class ChainsDisagreeWarning(UserWarning):
     """Chains of one fit ended in different posterior modes (split R-hat above 1.1)."""
 
 
+class CapReachedWarning(UserWarning):
+    """``K+`` sat at ``max_dims`` for most kept sweeps: the cap, not the data, chose it."""
+
+
+#: Share of kept sweeps at the cap above which a fit warns that the cap binds.
+CAP_BINDS = 0.5
+
+
 #: ``"default"``: the scaled start and, for the IBP, the dimension moves of SPEC 2.2;
 #: ``"paper"``: the paper's sweep and its unit-variance PCA start (the reproduction's
 #: "as published" setting).
@@ -171,7 +179,21 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         self.latent_ = _ordered_latent(first.state.H)
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
+        self._warn_if_cap_binds(burn)
         return self
+
+    def _warn_if_cap_binds(self, burn: int) -> None:
+        cap = self.spec_.max_dims
+        if cap is None:
+            return
+        kept = self.traces_["n_active"][:, burn:]
+        share = float(np.mean(kept >= cap)) if kept.size else 0.0
+        if share > CAP_BINDS:
+            message = (
+                f"K+ was at max_dims={cap} in {share:.0%} of the kept sweeps: the posterior may want "
+                "more dimensions than the cap allows (raise max_dims, or keep it to bound the cost)"
+            )
+            warnings.warn(message, CapReachedWarning, stacklevel=3)
 
     def _ladder(self, spec: ModelSpec):
         n = check_int("n_replicas", self.n_replicas, 1)
