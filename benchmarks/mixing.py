@@ -111,7 +111,10 @@ def main(argv=None) -> dict:
         help="absorb/emit moves between dimensions whose frequencies have |cos| >= this ('none': off)",
     )
     p.add_argument("--flip-scale", type=float, default=0.2, help="sd of a flipped-on coordinate")
-    p.add_argument("--max-dims", type=int, default=None, help="cap on K+ (default: none)")
+    p.add_argument(
+        "--max-dims", type=lambda v: None if v == "none" else int(v), default=IBPRFLVM().max_dims,
+        help="cap on K+ ('none': no cap; default: the estimator's)",
+    )
     p.add_argument("--seed-offset", type=int, default=0, help="added to every chain's seed")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)

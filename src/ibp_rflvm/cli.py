@@ -94,7 +94,9 @@ def _fit(args: argparse.Namespace) -> int:
         "verbose": not args.quiet, "sampler": args.sampler,
     }  # fmt: skip
     if args.model == "ibp":
-        ibp_only = {"max_dims": args.max_dims} | ({} if args.dims is None else {"init_dims": args.dims})
+        ibp_only = {} if args.dims is None else {"init_dims": args.dims}
+        if args.max_dims != -1:  # -1: not given, so IBPRFLVM's default
+            ibp_only["max_dims"] = args.max_dims
         model = IBPRFLVM(**ibp_only, **common)
     else:
         model = RFLVM(n_components=2 if args.dims is None else args.dims, **common)
@@ -191,7 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--dims", type=int, default=None,
         help="initial (ibp; default: init_dims of IBPRFLVM) or fixed (dense; default 2) dimensions",
     )  # fmt: skip
-    fit.add_argument("--max-dims", type=int, default=None, help="cap on K+ (ibp; default: none)")
+    fit.add_argument(
+        "--max-dims", type=lambda v: None if v == "none" else int(v), default=-1,
+        help="cap on K+ (ibp; 'none': no cap; default: IBPRFLVM's, 50)",
+    )
     fit.add_argument("--sampler", choices=["default", "paper"], default="default",
                      help="the mixing sampler (default) or the paper's sweep and start")  # fmt: skip
     fit.add_argument("--n-iter", type=int, default=100)
