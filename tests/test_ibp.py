@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate, stats
 
 from ibp_rflvm import model
-from ibp_rflvm.samplers import ibp
+from ibp_rflvm.samplers import ibp, transfer
 
 
 def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
@@ -36,13 +36,14 @@ def capped_prior_moments(a: float, b: float, n: int, cap: int) -> tuple[float, f
 
 def _prior_chain(
     data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0, moves: bool = True,
-    whole_move: str | None = None, max_dims: int | None = None,
+    whole_move: str | None = None, max_dims: int | None = None, pairs_per_dim: float | None = 1.0,
 ):
     """Run the real sweep with no information in the data.
 
     ``data_cols = 0`` gives the collapsed-Gaussian kernels a constant likelihood (no columns);
     ``data_cols = None`` uses ``use_likelihood=False`` and the factorised z pass. Returns the
-    ``K+`` and mean row-count traces after 200 sweeps, and the summed move counts.
+    ``K+`` and mean row-count traces after 200 sweeps, and the summed move counts (with
+    ``over_budget``: the sweeps with more aligned pairs than the pair moves may visit).
     """
     rng = np.random.default_rng(seed)
     use_lik = data_cols is not None
@@ -50,13 +51,17 @@ def _prior_chain(
     data = model.Data.from_array(Y)
     spec = model.ModelSpec(
         n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves, whole_move=whole_move,
-        max_dims=max_dims,
+        max_dims=max_dims, pairs_per_dim=pairs_per_dim,
     )
     state = model.init_state(rng, data, spec)
     k_plus, row_counts, x2 = [], [], []
     moves_counted = ("births", "deaths", "flips", "transfers", "absorbs", "whole_birth", "whole_death")
-    moved = dict.fromkeys(moves_counted, 0)
+    moved = dict.fromkeys(moves_counted + ("over_budget",), 0)
     for _ in range(n_sweeps):
+        if pairs_per_dim is not None:
+            active = state.Z.any(axis=0)
+            budget = max(1, math.ceil(pairs_per_dim * active.sum()))
+            moved["over_budget"] += transfer.aligned_pairs(state.W[:, active], 0.3)[0].size > budget
         state, info = model.sweep(rng, state, data, spec)
         k_plus.append(state.k_plus)
         row_counts.append(state.Z.sum(axis=1).mean())
@@ -67,16 +72,22 @@ def _prior_chain(
 
 
 @pytest.mark.parametrize(
-    ("moves", "whole_move"),
-    [(True, None), (False, None), (True, "prior"), (True, "informed")],
-    ids=["default-sweep", "paper-sweep", "whole-prior", "whole-informed"],
+    ("moves", "whole_move", "pairs_per_dim"),
+    [
+        (True, None, 1.0), (False, None, 1.0), (True, "prior", 1.0), (True, "informed", 1.0),
+        (True, None, 0.01),
+    ],
+    ids=["default-sweep", "paper-sweep", "whole-prior", "whole-informed", "one-pair-per-sweep"],
 )
 @pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
-def test_ibp_prior_matches_poisson(data_cols, moves, whole_move):
+def test_ibp_prior_matches_poisson(data_cols, moves, whole_move, pairs_per_dim):
     n, alpha = 10, 2.0
     k_plus, row_counts, x2, moved = _prior_chain(
-        data_cols, 4000, n=n, alpha=alpha, moves=moves, whole_move=whole_move
+        data_cols, 4000, n=n, alpha=alpha, moves=moves, whole_move=whole_move, pairs_per_dim=pairs_per_dim
     )
+    if pairs_per_dim < 1.0:
+        # The budget of one pair per sweep must have left pairs out in many sweeps.
+        assert moved["over_budget"] > 500, moved
     if moves:
         # The check only speaks for the moves if they ran: thousands of accepted proposals.
         ran = ["births", "deaths", "flips", "transfers", "absorbs"]

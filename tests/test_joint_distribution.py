@@ -74,20 +74,22 @@ def _expected(spec):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("ibp_on", "whole_move", "frequency_update", "max_dims"),
+    ("ibp_on", "whole_move", "frequency_update", "max_dims", "pairs_per_dim"),
     [
-        (True, None, "mh", None), (False, None, "mh", None), (True, "informed", "mh", None),
-        (True, None, "ess", None), (True, None, "mh", 2),
+        (True, None, "mh", None, 1.0), (False, None, "mh", None, 1.0), (True, "informed", "mh", None, 1.0),
+        (True, None, "ess", None, 1.0), (True, None, "mh", 2, 1.0), (True, None, "mh", None, 0.01),
     ],
     ids=[
         "ibp-rflvm", "dense-rflvm", "ibp-rflvm-whole-dimension-moves", "ibp-rflvm-frequency-ess",
-        "ibp-rflvm-capped",
+        "ibp-rflvm-capped", "ibp-rflvm-one-pair-per-sweep",
     ],
 )
-def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update, max_dims):
+def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update, max_dims, pairs_per_dim):
+    # pairs_per_dim=0.01: the pair moves visit one aligned pair per sweep, a random one of the
+    # several that M = 3 frequencies usually give, so the subset draw is part of the test.
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), whole_move=whole_move,
-        frequency_update=frequency_update, max_dims=max_dims,
+        frequency_update=frequency_update, max_dims=max_dims, pairs_per_dim=pairs_per_dim,
     )
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them

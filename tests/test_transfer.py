@@ -38,6 +38,34 @@ def test_aligned_pairs_keep_a_rows_phase_when_the_columns_are_parallel():
     assert tr.aligned_pairs(W_orth, 0.0)[0].size == 1
 
 
+def test_a_pair_budget_visits_a_uniform_subset_and_draws_nothing_when_it_does_not_bind():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal(6)
+    # Six nearly parallel columns: all 15 pairs are aligned.
+    W = np.column_stack([w + 0.01 * rng.standard_normal(6) for _ in range(6)])
+    full = list(zip(*[v.tolist() for v in tr.aligned_pairs(W, 0.9)[:2]], strict=True))
+    assert len(full) == 15
+    gen = np.random.default_rng(0)
+    before = gen.bit_generator.state
+    a, b, c = tr.aligned_pairs(W, 0.9, gen, 15)
+    assert gen.bit_generator.state == before and a.size == 15  # a budget that does not bind
+    seen = np.zeros(15)
+    for _ in range(3000):
+        a, b, c = tr.aligned_pairs(W, 0.9, gen, 4)
+        picked = list(zip(a.tolist(), b.tolist(), strict=True))
+        assert len(picked) == 4 and len(set(picked)) == 4 and picked == sorted(picked)
+        seen[[full.index(p) for p in picked]] += 1
+        # The carrying factors stay those of the pairs picked.
+        norms = np.linalg.norm(W, axis=0)
+        assert np.allclose(np.abs(c), norms[a] / norms[b])
+    # Uniform: each pair is visited with probability 4/15 (binomial sd of the count: 24).
+    assert np.all(np.abs(seen - 3000 * 4 / 15) < 4 * math.sqrt(3000 * 4 / 15 * 11 / 15))
+    keep, toggle, _ = ab.ordered_pairs(W, 0.9, gen, 4)
+    # Both orders of the same four pairs.
+    first = sorted(zip(keep[:4].tolist(), toggle[:4].tolist(), strict=True))
+    assert keep.size == 8 and first == sorted(zip(toggle[4:].tolist(), keep[4:].tolist(), strict=True))
+
+
 def test_transfer_log_ratio_is_ibp_odds_times_the_coordinates_prior():
     n, m_dst, m_src = 20, 6, 4
     x_dst, x_src, c = 0.3, -1.1, 1.7

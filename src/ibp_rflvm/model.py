@@ -45,7 +45,9 @@ class ModelSpec:
     ``K+ <= max_dims`` (:mod:`.samplers.ibp`; None: the plain IBP). `transfer_min_cos` adds
     the row transfers of :mod:`.samplers.transfer` to the moves, between dimensions whose
     frequency columns have ``|cos|`` at least this (None: off), and `absorb_min_cos` the
-    absorb/emit moves of :mod:`.samplers.absorb` (None: off).
+    absorb/emit moves of :mod:`.samplers.absorb` (None: off). `pairs_per_dim` bounds each of
+    the two by visiting at most ``ceil(pairs_per_dim * K)`` aligned pairs per sweep (a uniform
+    random subset when there are more; None: every aligned pair).
     """
 
     n_frequencies: int = 50
@@ -62,6 +64,7 @@ class ModelSpec:
     flip_scale: float = 0.2
     transfer_min_cos: float | None = 0.3
     absorb_min_cos: float | None = 0.3
+    pairs_per_dim: float | None = 1.0
     scaled_start: bool = True
     whole_move: str | None = None
     frequency_update: str = "mh"
@@ -81,6 +84,8 @@ class ModelSpec:
             raise ValueError(
                 f"frequency_update must be one of {sorted(FREQUENCY_UPDATES)}; got {self.frequency_update!r}"
             )
+        if self.pairs_per_dim is not None and not self.pairs_per_dim > 0.0:
+            raise ValueError(f"pairs_per_dim must be positive or None; got {self.pairs_per_dim!r}")
         if not 0.0 < self.start_density <= 1.0:
             raise ValueError(f"start_density must be in (0, 1]; got {self.start_density!r}")
         if self.frequency_update == "ess" and not self.likelihood.collapsed:
@@ -251,9 +256,11 @@ def _pair_move(rng, w: _Work, spec: ModelSpec, Phi, target, counts, min_cos, mov
     if min_cos is None:
         return 0, 0
     pairs, kernel, array_move = move
+    budget = None if spec.pairs_per_dim is None else max(1, math.ceil(spec.pairs_per_dim * w.W.shape[1]))
     if spec.use_likelihood and spec.likelihood.collapsed:
-        return kernel(rng, *_kernel_args(w, spec, Phi, target.cache), counts, *pairs(w.W, min_cos))
-    return array_move(rng, w.X, w.Z, w.W, counts, min_cos, target)
+        chosen = pairs(w.W, min_cos, rng, budget)
+        return kernel(rng, *_kernel_args(w, spec, Phi, target.cache), counts, *chosen)
+    return array_move(rng, w.X, w.Z, w.W, counts, min_cos, target, budget)
 
 
 def _dimension_moves(
@@ -346,8 +353,15 @@ def sweep(
             info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs, room)
         if spec.moves:
             # The moves work with the sticks integrated out: drop the inactive dimensions (exact
-            # marginalisation), move, and let update_sticks draw pi | Z afterwards.
-            _resize(rng, w, np.flatnonzero(w.Z.any(axis=0)), 0, spec.lam0)
+            # marginalisation), move, and let update_sticks draw pi | Z afterwards. So the order
+            # in which they visit dimensions and pairs must not depend on the sticks either, and
+            # the slice step's decreasing-stick order does (through pi | Z, on Z): the moves whose
+            # proposals share dimensions (absorb/emit, transfers, and every move once the
+            # likelihood couples a row's dimensions) then leave a mixture of kernels with
+            # state-dependent weights, which biased K+ low in the prior check (docs/sampler.md,
+            # section 2). A uniformly random order of the active dimensions does not.
+            active = np.flatnonzero(w.Z.any(axis=0))
+            _resize(rng, w, rng.permutation(active), 0, spec.lam0)
             info.update(_dimension_moves(rng, w, spec, Phi, fs))
         keep, w.pi = ibp.update_sticks(rng, w.Z)
         _resize(rng, w, keep, 0, spec.lam0)

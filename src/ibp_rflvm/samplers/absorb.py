@@ -31,9 +31,12 @@ from ..row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
 from .transfer import aligned_pairs
 
 
-def ordered_pairs(W: np.ndarray, min_cos: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(keep, toggle, c)``: both orders of every aligned pair, ``c = <w_keep, w_toggle> / |w_keep|^2``."""
-    a, b, _ = aligned_pairs(W, min_cos)
+def ordered_pairs(
+    W: np.ndarray, min_cos: float, rng: np.random.Generator | None = None, max_pairs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(keep, toggle, c)``: both orders of every aligned pair (of at most `max_pairs` of them,
+    as in :func:`.transfer.aligned_pairs`), ``c = <w_keep, w_toggle> / |w_keep|^2``."""
+    a, b, _ = aligned_pairs(W, min_cos, rng, max_pairs)
     keep = np.concatenate([a, b])
     toggle = np.concatenate([b, a])
     dots = np.einsum("mk,mk->k", W[:, keep], W[:, toggle])
@@ -119,14 +122,16 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, accepted):
     return tried, acc
 
 
-def absorb_pairs(rng: np.random.Generator, X, Z, W, counts, min_cos: float, target) -> tuple[int, int]:
+def absorb_pairs(
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None
+) -> tuple[int, int]:
     """Absorb/emit for a row-factorised target (or the prior alone), one ordered pair at a time.
 
     Row ``i``'s proposal for a pair depends only on its own ``(z_b, x_a, x_b)``, which no other
     row's move changes, so the rows that use ``a`` are scored in one array pass
     (`target.deltas_at`) and accepted row by row in compiled code. Returns ``(proposed, accepted)``.
     """
-    keep, toggle, cs = ordered_pairs(W, min_cos)
+    keep, toggle, cs = ordered_pairs(W, min_cos, rng, max_pairs)
     N = Z.shape[0]
     accepted = np.zeros(N, dtype=np.bool_)
     delta = np.zeros(N)

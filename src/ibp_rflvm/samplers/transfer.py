@@ -21,6 +21,11 @@ them (its *source*; the other is its *destination*), both used by other rows too
   * N(x_dst'; 0, 1) N(x_src'; 0, 1) / (N(x_dst; 0, 1) N(x_src; 0, 1)) * L'/L``.
 * Pairs are those with ``|cos(w_a, w_b)| >= min_cos``; they depend on ``W`` alone, which the
   move leaves unchanged, so the set of moves is the same before and after each one.
+* With more aligned pairs than `max_pairs`, a sweep visits `max_pairs` of them, chosen uniformly
+  without replacement by the chain's generator: the choice depends on neither ``X`` nor ``Z``,
+  so the sweep's kernel is a mixture, over the subsets, of kernels that each leave the posterior
+  invariant, and so is the mixture. It bounds the move's cost per sweep at ``O(N max_pairs)`` row
+  evaluations where ``K`` dimensions could give ``K(K-1)/2`` aligned pairs.
 
 ``K+`` and every other row are unchanged, so the IBP prior of ``Z`` and the counts stay valid
 for the sweep's ``pi | Z`` redraw afterwards.
@@ -37,9 +42,14 @@ from ..features import row_features
 from ..row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
 
 
-def aligned_pairs(W: np.ndarray, min_cos: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def aligned_pairs(
+    W: np.ndarray, min_cos: float, rng: np.random.Generator | None = None, max_pairs: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``a < b`` with ``|cos(w_a, w_b)| >= min_cos`` and the factor ``c_ab = s |w_a| / |w_b|``
-    that carries a coordinate from ``a`` to ``b`` (from ``b`` to ``a`` it is ``1 / c_ab``)."""
+    that carries a coordinate from ``a`` to ``b`` (from ``b`` to ``a`` it is ``1 / c_ab``).
+
+    With more than `max_pairs` of them, a uniform random subset of `max_pairs` drawn with `rng`
+    (in the order of the full list); with at most that many, `rng` is not used."""
     K = W.shape[1]
     norms = np.sqrt(np.einsum("mk,mk->k", W, W))
     a, b = np.triu_indices(K, 1)
@@ -51,6 +61,9 @@ def aligned_pairs(W: np.ndarray, min_cos: float) -> tuple[np.ndarray, np.ndarray
     cos = np.where(ok, dots / np.where(ok, denom, 1.0), 0.0)
     keep = ok & (np.abs(cos) >= min_cos)
     a, b, cos = a[keep], b[keep], cos[keep]
+    if max_pairs is not None and a.size > max_pairs:
+        pick = np.sort(rng.choice(a.size, size=max_pairs, replace=False))
+        a, b, cos = a[pick], b[pick], cos[pick]
     return a, b, np.sign(cos) * norms[a] / norms[b]
 
 
@@ -149,7 +162,9 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, accepted):
     return tried, acc
 
 
-def transfer_pairs(rng: np.random.Generator, X, Z, W, counts, min_cos: float, target) -> tuple[int, int]:
+def transfer_pairs(
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None
+) -> tuple[int, int]:
     """Transfers for a row-factorised target (or the prior alone), one aligned pair at a time.
 
     Given the weights, row ``i``'s proposal for a pair depends only on its own ``(z, x)`` in the
@@ -158,7 +173,7 @@ def transfer_pairs(rng: np.random.Generator, X, Z, W, counts, min_cos: float, ta
     decisions then run row by row in compiled code.
     `X`, `Z`, `counts` are updated in place. Returns ``(proposed, accepted)``.
     """
-    pa, pb, pc = aligned_pairs(W, min_cos)
+    pa, pb, pc = aligned_pairs(W, min_cos, rng, max_pairs)
     N = Z.shape[0]
     accepted = np.zeros(N, dtype=np.bool_)
     delta = np.zeros(N)
