@@ -53,11 +53,12 @@ def main() -> None:
     p.add_argument("--transfer-min-cos", type=_off_or_float, default=0.3)
     p.add_argument("--absorb-min-cos", type=_off_or_float, default=0.3)
     p.add_argument("--pairs-per-dim", type=_off_or_float, default=1.0)
+    p.add_argument("--paper-sweep", action="store_true", help="the paper's sweep (no moves), as a control")
     p.add_argument("--n-jobs", type=int, default=2)
     args = p.parse_args()
     settings = {
         "transfer_min_cos": args.transfer_min_cos, "absorb_min_cos": args.absorb_min_cos,
-        "pairs_per_dim": args.pairs_per_dim,
+        "pairs_per_dim": args.pairs_per_dim, "moves": not args.paper_sweep,
     }  # fmt: skip
     out = Parallel(n_jobs=args.n_jobs)(delayed(run)(s, args.sweeps, settings) for s in args.seeds)
     print(f"{settings}, {args.sweeps} sweeps; E[K+] = {2 * ibp.harmonic(10):.3f}")
