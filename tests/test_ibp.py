@@ -60,8 +60,8 @@ def _prior_chain(
     for _ in range(n_sweeps):
         if pairs_per_dim is not None:
             active = state.Z.any(axis=0)
-            budget = max(1, math.ceil(pairs_per_dim * active.sum()))
-            moved["over_budget"] += transfer.aligned_pairs(state.W[:, active], 0.3)[0].size > budget
+            n_aligned = transfer.aligned_pairs(state.W[:, active], spec.transfer_min_cos)[0].size
+            moved["over_budget"] += n_aligned > spec.pair_budget(int(active.sum()))
         state, info = model.sweep(rng, state, data, spec)
         k_plus.append(state.k_plus)
         row_counts.append(state.Z.sum(axis=1).mean())

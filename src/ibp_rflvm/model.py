@@ -91,6 +91,10 @@ class ModelSpec:
         if self.frequency_update == "ess" and not self.likelihood.collapsed:
             raise ValueError("frequency_update='ess' is implemented for the collapsed Gaussian only")
 
+    def pair_budget(self, n_dims: int) -> int | None:
+        """Aligned pairs each pair move may visit per sweep with `n_dims` active dimensions."""
+        return None if self.pairs_per_dim is None else max(1, math.ceil(self.pairs_per_dim * n_dims))
+
     @property
     def gaussian_prior(self) -> gaussian.GaussianPrior:
         return self.likelihood.prior
@@ -256,7 +260,7 @@ def _pair_move(rng, w: _Work, spec: ModelSpec, Phi, target, counts, min_cos, mov
     if min_cos is None:
         return 0, 0
     pairs, kernel, array_move = move
-    budget = None if spec.pairs_per_dim is None else max(1, math.ceil(spec.pairs_per_dim * w.W.shape[1]))
+    budget = spec.pair_budget(w.W.shape[1])
     if spec.use_likelihood and spec.likelihood.collapsed:
         chosen = pairs(w.W, min_cos, rng, budget)
         return kernel(rng, *_kernel_args(w, spec, Phi, target.cache), counts, *chosen)
