@@ -19,16 +19,12 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from ibp_rflvm import model
+from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp
 
 
 def _off_or_float(value: str) -> float | None:
     return None if value == "none" else float(value)
-
-
-def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
-    means = np.array([b.mean() for b in np.array_split(x, n_batches)])
-    return float(x.mean()), float(means.std(ddof=1) / np.sqrt(n_batches))
 
 
 def run(seed: int, n_sweeps: int, settings: dict, n: int = 10, alpha: float = 2.0) -> tuple:

@@ -7,7 +7,7 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.diagnostics import distance_rows
+from ibp_rflvm.diagnostics import batch_mean_se, distance_rows
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +117,25 @@ def test_fit_warns_when_its_chains_disagree():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est._warn_if_chains_disagree(20)
+
+
+def test_batch_mean_se_allows_for_autocorrelation():
+    # 200 AR(1) traces with rho = 0.8: the standard error of a trace's mean is 3 times the
+    # iid formula's (sqrt((1 + rho) / (1 - rho))). The batch-means standard error must match
+    # the spread of the 200 means; the spread's own relative error is 1/sqrt(2 * 199) = 5%, so
+    # 20% is 4 of those (batches of 100 draws against an autocorrelation time of 9 add ~2%).
+    from scipy.signal import lfilter
+
+    rng = np.random.default_rng(7)
+    rho, n, reps = 0.8, 4000, 200
+    traces = lfilter([1.0], [1.0, -rho], rng.standard_normal((reps, n)), axis=1)
+    results = np.array([batch_mean_se(t) for t in traces])
+    spread = results[:, 0].std(ddof=1)
+    assert results[:, 1].mean() == pytest.approx(spread, rel=0.2)
+    iid = traces.std(axis=1).mean() / np.sqrt(n)
+    assert results[:, 1].mean() > 2.0 * iid
+
+
+def test_batch_mean_se_rejects_too_few_draws():
+    with pytest.raises(ValueError, match="2 batches"):
+        batch_mean_se(np.arange(10.0), n_batches=40)

@@ -11,15 +11,8 @@ import pytest
 from scipy import integrate, stats
 
 from ibp_rflvm import model
+from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp, transfer
-
-
-def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
-    """Mean and its Monte Carlo standard error by batch means (robust to autocorrelation)."""
-    x = np.asarray(x, dtype=float)
-    usable = len(x) - len(x) % n_batches
-    means = x[:usable].reshape(n_batches, -1).mean(axis=1)
-    return float(x.mean()), float(means.std(ddof=1) / math.sqrt(n_batches))
 
 
 def capped_prior_moments(a: float, b: float, n: int, cap: int) -> tuple[float, float]:

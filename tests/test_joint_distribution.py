@@ -13,9 +13,10 @@ import pytest
 from scipy import special, stats
 
 from ibp_rflvm import model
+from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp
 
-from .test_ibp import batch_mean_se, capped_prior_moments
+from .test_ibp import capped_prior_moments
 
 N, J, M = 5, 2, 3
 P_W_INSIDE = float(stats.t(df=3).cdf(math.sqrt(1.5)) - stats.t(df=3).cdf(-math.sqrt(1.5)))

@@ -14,10 +14,11 @@ from scipy import special
 from scipy.special import expit
 
 from ibp_rflvm import model
+from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.samplers import ibp
 
-from .test_ibp import batch_mean_se, capped_prior_moments
+from .test_ibp import capped_prior_moments
 from .test_joint_distribution import P_W_INSIDE
 
 N, J, M = 6, 3, 3

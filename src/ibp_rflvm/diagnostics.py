@@ -139,3 +139,21 @@ def disagreement(traces: dict[str, np.ndarray], threshold: float = RHAT_DISAGREE
         "mode. Run more sweeps, or start every chain from more dimensions (init_dims); see "
         "docs/sampler.md"
     )
+
+
+def batch_mean_se(x: np.ndarray, n_batches: int = 40) -> tuple[float, float]:
+    """A trace's mean and its Monte Carlo standard error by batch means.
+
+    The means of `n_batches` consecutive batches are nearly independent once a batch is much
+    longer than the trace's autocorrelation, so their spread gives a standard error that
+    allows for it. The last ``len(x) % n_batches`` draws are left out of the batches (not of
+    the mean).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if n_batches < 2 or x.size < n_batches:
+        raise ValueError(
+            f"batch means need at least 2 batches of one draw; got {x.size} draws, {n_batches} batches"
+        )
+    usable = x.size - x.size % n_batches
+    means = x[:usable].reshape(n_batches, -1).mean(axis=1)
+    return float(x.mean()), float(means.std(ddof=1) / np.sqrt(n_batches))
