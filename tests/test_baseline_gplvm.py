@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from ibp_rflvm.baselines import gplvm
+from ibp_rflvm.baselines import gplvm, gplvm_bound
 from ibp_rflvm.baselines.gplvm import BayesianGPLVM
 from ibp_rflvm.datasets.holdout import holdout_mask
 from ibp_rflvm.evaluation.metrics import gaussian_logpdf, heldout_entries
@@ -63,7 +63,7 @@ def test_analytic_gradient_matches_finite_differences(mask):
     N, J = mask.shape
     M, Q = 3, 2
     Y = np.where(mask, rng.standard_normal((N, J)), np.nan)
-    obs = gplvm.observed_data(Y)
+    obs = gplvm_bound.observed_data(Y)
     theta = _random_theta(rng, N, M, Q)
     _, grad = gplvm.negative_elbo(theta, obs, M, Q)
     h = 1e-5
@@ -114,7 +114,7 @@ def test_bound_and_predictive_equal_gpy(missing):
     sf2, ell, noise = 1.3, np.array([0.8, 1.4]), 0.3
     model = _gpy_model(Y, mu, S, Z, sf2, ell, noise)
 
-    obs = gplvm.observed_data(Y)
+    obs = gplvm_bound.observed_data(Y)
     theta = gplvm.pack_theta(mu, S, Z, sf2, ell, noise)
     # GPy adds an absolute 1e-8 to Kmm's diagonal; ours is relative to sf2, so this matches it.
     jitter = 1e-8 / sf2
@@ -141,7 +141,7 @@ def test_fit_raises_the_bound_to_a_stationary_point():
     assert short.n_iter_ == 5 and not short.converged_
     assert fitted.elbo_ > start.elbo_ + 10.0, (start.elbo_, fitted.elbo_)
 
-    obs = gplvm.observed_data(gplvm.standardise(Y)[0])
+    obs = gplvm_bound.observed_data(gplvm.standardise(Y)[0])
 
     def gradient(model):
         p = model.params_

@@ -12,13 +12,11 @@ import os
 import warnings
 
 import numpy as np
-from scipy.special import expit
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
-from ._sparse import data_matrix, heldout_matrix
+from ._sparse import data_matrix
 from ._validation import (
-    as_data_matrix,
     check_int,
     check_positive,
     check_random_state,
@@ -26,14 +24,15 @@ from ._validation import (
     warn_if_unscaled,
 )
 from .chain import run_chain
-from .effective import DEFAULT_THRESHOLD, dimension_importance
-from .effective import effective_dimensions as _count_effective
-from .evaluation.metrics import heldout_entries, lpd_from_samples
-from .evaluation.metrics import perplexity as perplexity_metric
-from .features import feature_map
+
+# The redundant aliases re-export what moved to effective_posterior: callers import
+# ``effective_draws`` and ``EFFECTIVE_MAX_DRAWS`` from this module.
+from .effective_posterior import EFFECTIVE_MAX_DRAWS as EFFECTIVE_MAX_DRAWS
+from .effective_posterior import EffectiveDimensionsMixin
+from .effective_posterior import effective_draws as effective_draws
 from .likelihoods import make_likelihood
-from .likelihoods.offsets import for_new_rows
 from .model import ChainState, Data, ModelSpec
+from .predictive import PredictiveMixin
 from .tempering import Ladder, run_tempered
 
 
@@ -55,8 +54,10 @@ CAP_BINDS = 0.5
 SAMPLERS = ("default", "paper")
 
 
-class _RFLVMBase(TransformerMixin, BaseEstimator):
-    """Shared fitting and scoring; subclasses say whether the IBP is on."""
+class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, BaseEstimator):
+    """Shared fitting; subclasses say whether the IBP is on. Held-out scoring and new rows come
+    from :class:`~ibp_rflvm.predictive.PredictiveMixin`, the effective number of dimensions from
+    :class:`~ibp_rflvm.effective_posterior.EffectiveDimensionsMixin`."""
 
     _ibp: bool = True
 
@@ -266,142 +267,6 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         tags.target_tags.required = False
         return tags
 
-    def _heldout(self, Y_heldout, missing_mask=None):
-        self._check_fitted()
-        Yh = as_data_matrix(
-            heldout_matrix(Y_heldout, missing_mask), name="Y_heldout", min_rows=1,
-            allow_empty=("rows", "columns"),
-        )
-        if Yh.ndim == 2 and Yh.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {Yh.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input"
-            )
-        expected = (self.n_samples_fit_, self.n_features_in_)
-        if Yh.shape != expected:
-            raise ValueError(f"Y_heldout must have the training shape {expected}; got {Yh.shape}")
-        rows, cols, vals = heldout_entries(Yh)
-        self.spec_.likelihood.validate(np.where(np.isnan(Yh), 0.0, Yh))
-        unique_rows, row_pos = np.unique(rows, return_inverse=True)
-        return unique_rows, row_pos, cols, vals
-
-    def _sample_psi(self, smp: dict, unique_rows: np.ndarray) -> np.ndarray:
-        Phi = feature_map(smp["H"][unique_rows], smp["W"], self.spec_.bias)
-        return Phi @ smp["params"]["beta"]
-
-    def pointwise_log_predictive(self, Y_heldout, missing_mask=None) -> np.ndarray:
-        """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the held-out entries.
-
-        `Y_heldout` has the training shape; the entries scored are those not NaN and not
-        ``True`` in `missing_mask` (as in :meth:`fit`, ``True`` = not there to score). A sparse
-        `Y_heldout` without a mask scores every entry, zeros included: pass the mask of the
-        entries that were not held out (see :func:`ibp_rflvm.holdout_mask`).
-        """
-        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
-        lik = self.spec_.likelihood
-        rows_kw = _rows_kw(lik, unique_rows)
-        out = np.empty((len(self._samples), vals.size))
-        for s, smp in enumerate(self._samples):
-            psi_u = self._sample_psi(smp, unique_rows)
-            out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], self._data.prep, **rows_kw)
-        return out
-
-    def perplexity(self, Y_heldout, missing_mask=None) -> float:
-        """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
-        each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3). Held-out entries
-        as in :meth:`pointwise_log_predictive`."""
-        if self.spec_.likelihood.kind != "counts":
-            raise ValueError(
-                f"perplexity is defined for count data; this model uses the {self.likelihood!r} "
-                "likelihood (use score or log_predictive_density)"
-            )
-        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
-        lik = self.spec_.likelihood
-        rows_kw = _rows_kw(lik, unique_rows, self._data.prep)
-        p = np.zeros(vals.size)
-        for smp in self._samples:
-            mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
-            p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
-        return perplexity_metric(vals, p / len(self._samples))
-
-    def transform(
-        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
-        size_factors=None,
-    ) -> np.ndarray:
-        """Latent positions ``X * Z`` of new rows, as their posterior mean.
-
-        `Y_new` is dense (NaN allowed) or ``scipy.sparse``; `missing_mask` as in :meth:`fit`.
-        See :meth:`_new_rows` for how they are sampled. With a count likelihood fitted with
-        ``size_factors="total"`` the new rows' factors come from their own counts; one fitted
-        with an array needs the new rows' `size_factors` here.
-        """
-        return self._new_rows(Y_new, n_sweeps, burn_in, random_state, missing_mask, size_factors)[0]
-
-    def _new_rows(
-        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
-        size_factors=None,
-    ):
-        """Posterior means of new rows' latent positions and of their reconstruction.
-
-        The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, Gibbs
-        for ``z`` under its stick prior ``Bern(pi_d)``) against the final posterior sample's
-        frequencies, weights and sticks, for `n_sweeps` sweeps, and averaged after `burn_in`.
-        The final sample fixes the coordinate system: columns are those of ``latent_``. Rows are
-        independent given that sample.
-        """
-        from .samplers.ess import elliptical_slice
-
-        self._check_fitted()
-        Yn = data_matrix(Y_new, missing_mask, name="Y_new", min_rows=1, allow_empty=("columns",))
-        if Yn.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {Yn.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input"
-            )
-        if not 0 <= burn_in < n_sweeps:
-            raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
-        lik = for_new_rows(self.spec_.likelihood, size_factors)
-        lik.validate(Yn)
-        prep = lik.prepare(Yn)
-        state = self.state_
-        W, params, bias = state.W, state.params, self.spec_.bias
-        beta = params["beta"]
-        # The dense model has Z = 1: only the IBP model samples z, under Bern(pi_d).
-        pi = np.clip(state.pi, 1e-12, 1.0 - 1e-12) if self.spec_.ibp else np.full(W.shape[1], 0.5)
-        rng = check_random_state(0 if random_state is None else random_state)
-        n, K = Yn.shape[0], W.shape[1]
-        rows_all = np.arange(n)
-        X = rng.standard_normal((n, K))
-        Z = (rng.random((n, K)) < pi).astype(np.int8) if self.spec_.ibp else np.ones((n, K), np.int8)
-
-        def loglik(H_rows, rows):
-            return lik.loglik_rows(feature_map(H_rows, W, bias) @ beta, rows, params, prep)
-
-        ll = loglik(X * Z, rows_all)
-        total = np.zeros((n, K))
-        recon = np.zeros(Yn.shape)
-        log_odds_prior = np.log(pi) - np.log1p(-pi)
-        for t in range(n_sweeps):
-            if self.spec_.ibp:
-                for d in range(K):
-                    H_alt = X * Z
-                    H_alt[:, d] = X[:, d] * (1 - Z[:, d])
-                    ll_alt = loglik(H_alt, rows_all)
-                    delta = np.where(Z[:, d] == 1, ll - ll_alt, ll_alt - ll)
-                    # expit, not 1/(1+exp(-t)): large counts give |t| in the thousands.
-                    p_one = expit(log_odds_prior[d] + delta)
-                    z_new = (rng.random(n) < p_one).astype(np.int8)
-                    ll = np.where(z_new != Z[:, d], ll_alt, ll)
-                    Z[:, d] = z_new
-            X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
-            if t >= burn_in:
-                total += X * Z
-                recon += lik.mean(feature_map(X * Z, W, bias) @ beta, params, **_rows_kw(lik, rows_all, prep))
-        kept = n_sweeps - burn_in
-        usage = np.count_nonzero(state.H, axis=0)
-        order = np.argsort(-usage, kind="stable")
-        return (total / kept)[:, order[usage[order] > 0]], recon / kept
-
     def to_inference_data(self, Y_heldout=None):
         """The chains as an ``arviz.InferenceData`` (see :func:`ibp_rflvm.diagnostics.to_inference_data`)."""
         from .diagnostics import to_inference_data
@@ -413,96 +278,6 @@ class _RFLVMBase(TransformerMixin, BaseEstimator):
         from .diagnostics import summary
 
         return summary(self, Y_heldout)
-
-    # ----------------------------------------------------------------------------------------
-    # Effective number of dimensions (SPEC section 2.2): computed on first use, then cached.
-    # Each sample costs one likelihood evaluation per dimension, so only an evenly thinned
-    # subset of the kept samples (at most EFFECTIVE_MAX_DRAWS per chain) is scored.
-
-    def _effective_importance(self, max_draws: int | None = None) -> list[list[np.ndarray]]:
-        """``dimension_importance`` of every chain's thinned kept samples (cached per fit)."""
-        self._check_fitted()
-        max_draws = EFFECTIVE_MAX_DRAWS if max_draws is None else max_draws
-        cache = getattr(self, "_effective_cache", None)
-        # Keyed on the chains object itself, so a refit (new chains) recomputes.
-        if cache is not None and cache[0] is self._chains and cache[2] == max_draws:
-            return cache[1]
-        draws = effective_draws(len(self._chains[0].record.samples), max_draws)
-        with threadpool_limits(limits=1, user_api="blas"):
-            importance = [
-                [
-                    dimension_importance(s["H"], s["W"], s["params"], self._data, self.spec_)
-                    for s in (res.record.samples[i] for i in draws)
-                ]
-                for res in self._chains
-            ]
-        self._effective_cache = (self._chains, importance, max_draws)
-        return importance
-
-    def effective_dimensions(
-        self, threshold: float = DEFAULT_THRESHOLD, max_draws: int | None = None
-    ) -> np.ndarray:
-        """Effective dimensions of each chain's thinned kept samples (``chains x draws`` ints).
-
-        A dimension counts when removing it lowers the training log-likelihood by more than
-        `threshold` nats per observed entry (see :mod:`ibp_rflvm.effective`). Another
-        `threshold` reuses the cached importances, so it costs nothing to compare several.
-        `max_draws` (default ``EFFECTIVE_MAX_DRAWS``) bounds the draws scored per chain; 1
-        scores only the final sample, the one ``latent_`` uses.
-        """
-        n_observed = int(self._data.observed.sum())
-        return np.array(
-            [
-                [_count_effective(imp, n_observed, threshold) for imp in chain]
-                for chain in self._effective_importance(max_draws)
-            ],
-            dtype=np.int64,
-        )
-
-    @property
-    def effective_dims_(self) -> np.ndarray:
-        """Effective dimensions at the default threshold, ``chains x draws``; the draws are the
-        kept samples thinned evenly to at most ``EFFECTIVE_MAX_DRAWS`` per chain
-        (``effective_draws_`` gives their indices among the kept samples)."""
-        return self.effective_dimensions()
-
-    @property
-    def effective_draws_(self) -> np.ndarray:
-        """Indices, among each chain's kept samples, of the draws in ``effective_dims_``."""
-        self._check_fitted()
-        return effective_draws(len(self._chains[0].record.samples))
-
-    @property
-    def effective_dims_posterior_(self) -> dict[int, float]:
-        """Posterior of the effective number of dimensions: value -> frequency over all chains'
-        thinned draws (ascending values; frequencies sum to 1)."""
-        values, counts = np.unique(self.effective_dims_, return_counts=True)
-        return {int(v): float(c) / counts.sum() for v, c in zip(values, counts, strict=True)}
-
-    def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
-        """Held-out LPD: sum over the held-out entries of ``log (1/S) sum_s p(y_ij | theta_s)``
-        (entries as in :meth:`pointwise_log_predictive`)."""
-        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout, missing_mask))
-
-    def score(self, Y_heldout, y=None, missing_mask=None) -> float:
-        """Mean held-out log predictive density per scored entry (entries as in
-        :meth:`pointwise_log_predictive`)."""
-        logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
-        return lpd_from_samples(logp) / logp.shape[1]
-
-
-#: At most this many kept samples per chain are scored for the effective number of dimensions.
-EFFECTIVE_MAX_DRAWS = 50
-
-
-def effective_draws(n_kept: int, max_draws: int = EFFECTIVE_MAX_DRAWS) -> np.ndarray:
-    """Indices of `n_kept` samples thinned evenly to at most `max_draws`, the last one included
-    (the final sample is the one ``latent_`` and ``transform`` use)."""
-    if n_kept <= max_draws:
-        return np.arange(n_kept)
-    if max_draws == 1:
-        return np.array([n_kept - 1])  # linspace would give the first sample
-    return np.unique(np.round(np.linspace(0, n_kept - 1, max_draws)).astype(np.int64))
 
 
 def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, verbose: bool):
@@ -516,15 +291,6 @@ def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, v
     if progress is not None:
         progress.close()
     return result
-
-
-def _rows_kw(lik, unique_rows: np.ndarray, prep=None) -> dict:
-    """The training-row index of each row of ``psi``, for likelihoods with per-entry constants
-    (binomial trials), and with `prep` per-row ones (size factors); the collapsed Gaussian
-    takes neither."""
-    if lik.collapsed:
-        return {}
-    return {"rows": unique_rows} if prep is None else {"rows": unique_rows, "prep": prep}
 
 
 def _ordered_latent(H: np.ndarray) -> np.ndarray:

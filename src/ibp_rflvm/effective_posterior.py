@@ -1,0 +1,95 @@
+"""Effective number of dimensions (SPEC section 2.2) of a fitted estimator's chains.
+
+:mod:`ibp_rflvm.effective` scores one posterior sample; here the estimators of
+:mod:`ibp_rflvm.estimator` apply it to their kept samples, on first use, then cached. Each
+sample costs one likelihood evaluation per dimension, so only an evenly thinned subset of the
+kept samples (at most ``EFFECTIVE_MAX_DRAWS`` per chain) is scored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .effective import DEFAULT_THRESHOLD, dimension_importance
+from .effective import effective_dimensions as _count_effective
+
+#: At most this many kept samples per chain are scored for the effective number of dimensions.
+EFFECTIVE_MAX_DRAWS = 50
+
+
+def effective_draws(n_kept: int, max_draws: int = EFFECTIVE_MAX_DRAWS) -> np.ndarray:
+    """Indices of `n_kept` samples thinned evenly to at most `max_draws`, the last one included
+    (the final sample is the one ``latent_`` and ``transform`` use)."""
+    if n_kept <= max_draws:
+        return np.arange(n_kept)
+    if max_draws == 1:
+        return np.array([n_kept - 1])  # linspace would give the first sample
+    return np.unique(np.round(np.linspace(0, n_kept - 1, max_draws)).astype(np.int64))
+
+
+class EffectiveDimensionsMixin:
+    """Effective dimensions of a fitted estimator's thinned kept samples, cached per fit.
+
+    The estimator provides ``_check_fitted`` and the fitted ``_chains``, ``_data`` and ``spec_``.
+    """
+
+    def _effective_importance(self, max_draws: int | None = None) -> list[list[np.ndarray]]:
+        """``dimension_importance`` of every chain's thinned kept samples (cached per fit)."""
+        self._check_fitted()
+        max_draws = EFFECTIVE_MAX_DRAWS if max_draws is None else max_draws
+        cache = getattr(self, "_effective_cache", None)
+        # Keyed on the chains object itself, so a refit (new chains) recomputes.
+        if cache is not None and cache[0] is self._chains and cache[2] == max_draws:
+            return cache[1]
+        draws = effective_draws(len(self._chains[0].record.samples), max_draws)
+        with threadpool_limits(limits=1, user_api="blas"):
+            importance = [
+                [
+                    dimension_importance(s["H"], s["W"], s["params"], self._data, self.spec_)
+                    for s in (res.record.samples[i] for i in draws)
+                ]
+                for res in self._chains
+            ]
+        self._effective_cache = (self._chains, importance, max_draws)
+        return importance
+
+    def effective_dimensions(
+        self, threshold: float = DEFAULT_THRESHOLD, max_draws: int | None = None
+    ) -> np.ndarray:
+        """Effective dimensions of each chain's thinned kept samples (``chains x draws`` ints).
+
+        A dimension counts when removing it lowers the training log-likelihood by more than
+        `threshold` nats per observed entry (see :mod:`ibp_rflvm.effective`). Another
+        `threshold` reuses the cached importances, so it costs nothing to compare several.
+        `max_draws` (default ``EFFECTIVE_MAX_DRAWS``) bounds the draws scored per chain; 1
+        scores only the final sample, the one ``latent_`` uses.
+        """
+        n_observed = int(self._data.observed.sum())
+        return np.array(
+            [
+                [_count_effective(imp, n_observed, threshold) for imp in chain]
+                for chain in self._effective_importance(max_draws)
+            ],
+            dtype=np.int64,
+        )
+
+    @property
+    def effective_dims_(self) -> np.ndarray:
+        """Effective dimensions at the default threshold, ``chains x draws``; the draws are the
+        kept samples thinned evenly to at most ``EFFECTIVE_MAX_DRAWS`` per chain
+        (``effective_draws_`` gives their indices among the kept samples)."""
+        return self.effective_dimensions()
+
+    @property
+    def effective_draws_(self) -> np.ndarray:
+        """Indices, among each chain's kept samples, of the draws in ``effective_dims_``."""
+        self._check_fitted()
+        return effective_draws(len(self._chains[0].record.samples))
+
+    @property
+    def effective_dims_posterior_(self) -> dict[int, float]:
+        """Posterior of the effective number of dimensions: value -> frequency over all chains'
+        thinned draws (ascending values; frequencies sum to 1)."""
+        values, counts = np.unique(self.effective_dims_, return_counts=True)
+        return {int(v): float(c) / counts.sum() for v, c in zip(values, counts, strict=True)}

@@ -1,0 +1,186 @@
+"""Held-out scoring and new rows for the fitted estimators of :mod:`ibp_rflvm.estimator`.
+
+Held-out entries of the training rows are scored by every kept posterior sample of every chain
+(pointwise log densities, the held-out LPD and its mean per entry, and for counts the
+perplexity); new rows get latent positions sampled against the final posterior sample
+(``transform``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import TransformerMixin
+
+from ._sparse import data_matrix, heldout_matrix
+from ._validation import as_data_matrix, check_random_state
+from .evaluation.metrics import heldout_entries, lpd_from_samples
+from .evaluation.metrics import perplexity as perplexity_metric
+from .features import feature_map
+from .likelihoods.offsets import for_new_rows
+
+
+class PredictiveMixin(TransformerMixin):
+    """Held-out densities, perplexity and ``transform`` of a fitted estimator.
+
+    The estimator provides ``_check_fitted``, its ``likelihood`` parameter and the fitted
+    ``spec_``, ``state_``, ``_samples``, ``_data``, ``n_features_in_`` and ``n_samples_fit_``.
+    ``TransformerMixin`` is a base here, not only of the estimator, because scikit-learn wraps
+    ``transform`` for ``set_output`` only in the class whose body defines it.
+    """
+
+    def _heldout(self, Y_heldout, missing_mask=None):
+        self._check_fitted()
+        Yh = as_data_matrix(
+            heldout_matrix(Y_heldout, missing_mask), name="Y_heldout", min_rows=1,
+            allow_empty=("rows", "columns"),
+        )
+        if Yh.ndim == 2 and Yh.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {Yh.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        expected = (self.n_samples_fit_, self.n_features_in_)
+        if Yh.shape != expected:
+            raise ValueError(f"Y_heldout must have the training shape {expected}; got {Yh.shape}")
+        rows, cols, vals = heldout_entries(Yh)
+        self.spec_.likelihood.validate(np.where(np.isnan(Yh), 0.0, Yh))
+        unique_rows, row_pos = np.unique(rows, return_inverse=True)
+        return unique_rows, row_pos, cols, vals
+
+    def _sample_psi(self, smp: dict, unique_rows: np.ndarray) -> np.ndarray:
+        Phi = feature_map(smp["H"][unique_rows], smp["W"], self.spec_.bias)
+        return Phi @ smp["params"]["beta"]
+
+    def pointwise_log_predictive(self, Y_heldout, missing_mask=None) -> np.ndarray:
+        """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the held-out entries.
+
+        `Y_heldout` has the training shape; the entries scored are those not NaN and not
+        ``True`` in `missing_mask` (as in :meth:`fit`, ``True`` = not there to score). A sparse
+        `Y_heldout` without a mask scores every entry, zeros included: pass the mask of the
+        entries that were not held out (see :func:`ibp_rflvm.holdout_mask`).
+        """
+        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
+        lik = self.spec_.likelihood
+        rows_kw = _rows_kw(lik, unique_rows)
+        out = np.empty((len(self._samples), vals.size))
+        for s, smp in enumerate(self._samples):
+            psi_u = self._sample_psi(smp, unique_rows)
+            out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], self._data.prep, **rows_kw)
+        return out
+
+    def perplexity(self, Y_heldout, missing_mask=None) -> float:
+        """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
+        each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3). Held-out entries
+        as in :meth:`pointwise_log_predictive`."""
+        if self.spec_.likelihood.kind != "counts":
+            raise ValueError(
+                f"perplexity is defined for count data; this model uses the {self.likelihood!r} "
+                "likelihood (use score or log_predictive_density)"
+            )
+        unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
+        lik = self.spec_.likelihood
+        rows_kw = _rows_kw(lik, unique_rows, self._data.prep)
+        p = np.zeros(vals.size)
+        for smp in self._samples:
+            mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
+            p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
+        return perplexity_metric(vals, p / len(self._samples))
+
+    def transform(
+        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
+        size_factors=None,
+    ) -> np.ndarray:
+        """Latent positions ``X * Z`` of new rows, as their posterior mean.
+
+        `Y_new` is dense (NaN allowed) or ``scipy.sparse``; `missing_mask` as in :meth:`fit`.
+        See :meth:`_new_rows` for how they are sampled. With a count likelihood fitted with
+        ``size_factors="total"`` the new rows' factors come from their own counts; one fitted
+        with an array needs the new rows' `size_factors` here.
+        """
+        return self._new_rows(Y_new, n_sweeps, burn_in, random_state, missing_mask, size_factors)[0]
+
+    def _new_rows(
+        self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
+        size_factors=None,
+    ):
+        """Posterior means of new rows' latent positions and of their reconstruction.
+
+        The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, Gibbs
+        for ``z`` under its stick prior ``Bern(pi_d)``) against the final posterior sample's
+        frequencies, weights and sticks, for `n_sweeps` sweeps, and averaged after `burn_in`.
+        The final sample fixes the coordinate system: columns are those of ``latent_``. Rows are
+        independent given that sample.
+        """
+        from .samplers.ess import elliptical_slice
+
+        self._check_fitted()
+        Yn = data_matrix(Y_new, missing_mask, name="Y_new", min_rows=1, allow_empty=("columns",))
+        if Yn.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {Yn.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        if not 0 <= burn_in < n_sweeps:
+            raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
+        lik = for_new_rows(self.spec_.likelihood, size_factors)
+        lik.validate(Yn)
+        prep = lik.prepare(Yn)
+        state = self.state_
+        W, params, bias = state.W, state.params, self.spec_.bias
+        beta = params["beta"]
+        # The dense model has Z = 1: only the IBP model samples z, under Bern(pi_d).
+        pi = np.clip(state.pi, 1e-12, 1.0 - 1e-12) if self.spec_.ibp else np.full(W.shape[1], 0.5)
+        rng = check_random_state(0 if random_state is None else random_state)
+        n, K = Yn.shape[0], W.shape[1]
+        rows_all = np.arange(n)
+        X = rng.standard_normal((n, K))
+        Z = (rng.random((n, K)) < pi).astype(np.int8) if self.spec_.ibp else np.ones((n, K), np.int8)
+
+        def loglik(H_rows, rows):
+            return lik.loglik_rows(feature_map(H_rows, W, bias) @ beta, rows, params, prep)
+
+        ll = loglik(X * Z, rows_all)
+        total = np.zeros((n, K))
+        recon = np.zeros(Yn.shape)
+        log_odds_prior = np.log(pi) - np.log1p(-pi)
+        for t in range(n_sweeps):
+            if self.spec_.ibp:
+                for d in range(K):
+                    H_alt = X * Z
+                    H_alt[:, d] = X[:, d] * (1 - Z[:, d])
+                    ll_alt = loglik(H_alt, rows_all)
+                    delta = np.where(Z[:, d] == 1, ll - ll_alt, ll_alt - ll)
+                    # expit, not 1/(1+exp(-t)): large counts give |t| in the thousands.
+                    p_one = expit(log_odds_prior[d] + delta)
+                    z_new = (rng.random(n) < p_one).astype(np.int8)
+                    ll = np.where(z_new != Z[:, d], ll_alt, ll)
+                    Z[:, d] = z_new
+            X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
+            if t >= burn_in:
+                total += X * Z
+                recon += lik.mean(feature_map(X * Z, W, bias) @ beta, params, **_rows_kw(lik, rows_all, prep))
+        kept = n_sweeps - burn_in
+        usage = np.count_nonzero(state.H, axis=0)
+        order = np.argsort(-usage, kind="stable")
+        return (total / kept)[:, order[usage[order] > 0]], recon / kept
+
+    def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
+        """Held-out LPD: sum over the held-out entries of ``log (1/S) sum_s p(y_ij | theta_s)``
+        (entries as in :meth:`pointwise_log_predictive`)."""
+        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout, missing_mask))
+
+    def score(self, Y_heldout, y=None, missing_mask=None) -> float:
+        """Mean held-out log predictive density per scored entry (entries as in
+        :meth:`pointwise_log_predictive`)."""
+        logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
+        return lpd_from_samples(logp) / logp.shape[1]
+
+
+def _rows_kw(lik, unique_rows: np.ndarray, prep=None) -> dict:
+    """The training-row index of each row of ``psi``, for likelihoods with per-entry constants
+    (binomial trials), and with `prep` per-row ones (size factors); the collapsed Gaussian
+    takes neither."""
+    if lik.collapsed:
+        return {}
+    return {"rows": unique_rows} if prep is None else {"rows": unique_rows, "prep": prep}
