@@ -309,3 +309,26 @@ def test_loading_never_unpickles(tmp_path, monkeypatch):
                 dst.writestr(name, src.read(name))
     with pytest.raises(CheckpointError, match=f"{planted}.*Object arrays cannot be loaded"):
         load_checkpoint(planted)
+
+
+def test_checkpoints_time_their_sweeps_across_a_resume(tmp_path):
+    """The wall seconds a checkpoint records (for `reproduce --status`) cover every sweep run so
+    far, across a resume; a checkpoint written before they existed is timed from its resume."""
+    from ibp_rflvm.checkpoint import read_tree, write_tree
+
+    Y_train, _ = _data()
+    path = tmp_path / "c.ckpt"
+    kw = {"n_frequencies": 8, "random_state": 3, "checkpoint_path": str(path), "burn_in": 2}
+    IBPRFLVM(n_iter=4, **kw).fit(Y_train)
+    first = load_checkpoint(path)
+    assert first["timed_sweeps"] == 4 and first["seconds"] > 0.0
+    IBPRFLVM(n_iter=6, **kw).fit(Y_train, resume=True)
+    second = load_checkpoint(path)
+    assert second["timed_sweeps"] == 6 and second["seconds"] > first["seconds"]
+    # The same checkpoint without the two fields, as an older version wrote it.
+    tree = read_tree(path)
+    del tree["seconds"], tree["timed_sweeps"]
+    write_tree(path, tree)
+    assert (load_checkpoint(path)["seconds"], load_checkpoint(path)["timed_sweeps"]) == (0.0, 0)
+    IBPRFLVM(n_iter=7, **kw).fit(Y_train, resume=True)
+    assert load_checkpoint(path)["timed_sweeps"] == 1

@@ -275,6 +275,10 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
     assert chain.load_checkpoint(ckpt)["sweep"] == 6  # the last multiple of 3 before sweep 7
     table = harness.status("table1", out, 1, kw["config"], "cambridge", "ibp-rflvm")
     assert "| cambridge | 0/1, t0 at sweep 6 |" in table and "0 of 1 cells done, 1 in flight" in table
+    # No cell is done, but the checkpoint timed its 6 sweeps: 2 of the 8 are left.
+    saved = chain.load_checkpoint(ckpt)
+    assert saved["timed_sweeps"] == 6 and saved["seconds"] > 0.0
+    assert f"({saved['seconds'] / 6 * 2:.0f} worker-seconds over" in table
 
     def counted(*args, **kwargs):
         calls.append(1)
@@ -553,6 +557,13 @@ def test_time_left_fallbacks_and_cells_in_flight():
     ibp = Cell("cancer", "ibp-rflvm", 1)
     assert "(5 worker-seconds over 1 worker)" in time_left_line({ibp: 0.5}, done, entries, 1)
     assert "unknown" in time_left_line({ibp: 1.0}, {}, entries, 1)
+    # A chain in flight whose checkpoint timed its sweeps (40 s for the whole chain) times itself
+    # and, with nothing done, the others.
+    timed = {ibp: 40.0}
+    assert cell_seconds([ibp, gplvm], {}, entries, timed) == {
+        ibp: pytest.approx(40.0), gplvm: pytest.approx(40.0 / 1800 * 2160 * cost)
+    }
+    assert "(30 worker-seconds over 1 worker)" in time_left_line({ibp: 0.75}, {}, entries, 1, timed)
     assert format_duration(3 * 3600 + 5 * 60) == "3 h 05 min" and format_duration(20) == "under a minute"
     assert format_duration(2 * 86400 + 4 * 3600) == "2 d 4 h"
 

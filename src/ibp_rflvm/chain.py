@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
@@ -208,11 +209,17 @@ def _state_from_tree(tree: dict, data: Data) -> ChainState:
     return ChainState(**values)
 
 
-def _write(path: Path, done: int, burn_in: int, data: Data, spec: ModelSpec, state, record, rng) -> None:
+def _write(
+    path: Path, done: int, burn_in: int, data: Data, spec: ModelSpec, state, record, rng, timing: tuple
+) -> None:
     write_tree(
         path,
         {
             "sweep": done,
+            # Wall seconds of the last `timed_sweeps` sweeps, for `reproduce --status` to time a
+            # long cell while it runs; nothing of the chain depends on them.
+            "seconds": float(timing[0]),
+            "timed_sweeps": int(timing[1]),
             "burn_in": burn_in,
             "data": data_description(data),
             "settings": settings_description(spec),
@@ -226,7 +233,8 @@ def _write(path: Path, done: int, burn_in: int, data: Data, spec: ModelSpec, sta
 def load_checkpoint(path: str | os.PathLike) -> dict:
     """Read checkpoint `path`: a dict with ``sweep`` (sweeps done), ``burn_in``, ``data`` and
     ``settings`` (what it belongs to), ``rng_state``, ``state`` and ``record`` (as stored: the
-    state's ``Y`` holds the imputed entries only).
+    state's ``Y`` holds the imputed entries only), and ``seconds`` over ``timed_sweeps``: the
+    wall time of the sweeps timed so far (both 0 in checkpoints written before they existed).
 
     Raises :class:`~ibp_rflvm.checkpoint.CheckpointError` naming the file when it is not a
     whole checkpoint of this format.
@@ -239,6 +247,8 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
         for key in ("burn_in", "data", "settings", "rng_state", "state", "record"):
             tree[key]  # noqa: B018 - presence check
         tree["record"] = ChainRecord.from_tree(tree["record"])
+        tree["seconds"] = float(tree.get("seconds", 0.0))
+        tree["timed_sweeps"] = int(tree.get("timed_sweeps", 0))
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(
             f"{os.fspath(path)} is not a usable ibp-rflvm checkpoint: incomplete ({err!r})"
@@ -260,7 +270,7 @@ def _resume(path: Path, rng, data: Data, spec: ModelSpec, n_iter: int, burn_in: 
             f"checkpoint {path} holds the state of another kind of random generator than this "
             f"fit's {type(rng.bit_generator).__name__} ({err})"
         ) from None
-    return state, saved["record"], saved["sweep"]
+    return state, saved["record"], saved["sweep"], (saved["seconds"], saved["timed_sweeps"])
 
 
 def run_chain(
@@ -285,15 +295,17 @@ def run_chain(
     """
     path = Path(checkpoint_path) if checkpoint_path is not None else None
     start = 0
+    timed = (0.0, 0)  # (seconds, sweeps) timed before this call, carried over from a checkpoint
     if resume and path is not None and path.exists():
         remove_stale_temporaries(path)
-        state, record, start = _resume(path, rng, data, spec, n_iter, burn_in)
+        state, record, start, timed = _resume(path, rng, data, spec, n_iter, burn_in)
     else:
         state = init_state(rng, data, spec)
         record = ChainRecord()
     if progress is not None and start:
         progress.update(start)
     k_eff: int | str = "?"  # effective dimensions shown in the progress bar, until first scored
+    t0 = time.perf_counter()
     for t in range(start, n_iter):
         state, info = sweep(rng, state, data, spec)
         record.add(state, info, keep=t >= burn_in, spec=spec)
@@ -308,5 +320,6 @@ def run_chain(
             progress.set_postfix(k_plus=info["k_plus"], k_eff=k_eff, refresh=False)
             progress.update(1)
         if path is not None and (done % checkpoint_every == 0 or done == n_iter):
-            _write(path, done, burn_in, data, spec, state, record, rng)
+            timing = (timed[0] + time.perf_counter() - t0, timed[1] + done - start)
+            _write(path, done, burn_in, data, spec, state, record, rng, timing)
     return ChainResult(state=state, record=record)

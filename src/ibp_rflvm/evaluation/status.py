@@ -11,10 +11,15 @@ and scoring). A cell not done yet is expected to take, in order of preference:
 
 A resumed cell's record times only the sweeps after its checkpoint, so its seconds are scaled
 to the whole chain before they are averaged; a cell in flight counts only for the sweeps its
-checkpoint has not reached. The sum over the cells left, divided by the number of workers
-(``--n-jobs``, default one per core), is the time shown. It assumes the workers stay busy, which
-a finite model's cell waiting for its IBP counterpart's can break near the end, so it is a lower
-bound then. With no done cell there is nothing to time the others by, and none is shown.
+checkpoint has not reached. A cell in flight whose checkpoint timed its sweeps (checkpoints
+record the wall seconds of the sweeps they cover) also counts as an observation, at those
+seconds per sweep times the chain's sweeps, and that is its own expected time: so the first
+estimate comes once a checkpoint is written, not once a whole cell is done (it leaves out
+the scoring, tens of seconds at most, so it is low by that much). The sum over the cells left,
+divided by the number of workers (``--n-jobs``, default one per core), is the time shown. It
+assumes the workers stay busy, which a finite model's cell waiting for its IBP counterpart's can
+break near the end, so it is a lower bound then. With no cell done or timed in flight there is
+nothing to time the others by, and none is shown.
 """
 
 from __future__ import annotations
@@ -50,23 +55,28 @@ def cell_seconds(
     pending: Sequence[Cell],
     done: Mapping[str, Mapping[str, Any]],
     entries: Callable[[str], int],
+    timed: Mapping[Cell, float] | None = None,
 ) -> dict[Cell, float] | None:
-    """Expected worker seconds of each cell of `pending` from the `done` records (see the module
-    docstring); `entries(dataset)` gives a data set's number of entries. None if nothing is done."""
-    if not done:
+    """Expected worker seconds of each cell of `pending` from the `done` records and the cells
+    in flight `timed` (their whole chain's expected seconds from their checkpoints; see the module
+    docstring); `entries(dataset)` gives a data set's number of entries. None if there is neither."""
+    timed = timed or {}
+    seen = [(r["dataset"], r["method"], _whole_chain_seconds(r), _entries(r)) for r in done.values()]
+    seen += [(c.dataset, c.method, s, entries(c.dataset)) for c, s in timed.items()]
+    if not seen:
         return None
-    recs = list(done.values())
     by_pair: dict[tuple[str, str], list[float]] = {}
     by_method: dict[str, list[float]] = {}
     per_cost: list[float] = []
-    for r in recs:
-        s, n = _whole_chain_seconds(r), _entries(r)
-        by_pair.setdefault((r["dataset"], r["method"]), []).append(s)
-        by_method.setdefault(r["method"], []).append(s / n)
-        per_cost.append(s / (n * _RELATIVE_COST[METHODS[r["method"]].family]))
+    for dataset, method, s, n in seen:
+        by_pair.setdefault((dataset, method), []).append(s)
+        by_method.setdefault(method, []).append(s / n)
+        per_cost.append(s / (n * _RELATIVE_COST[METHODS[method].family]))
     out: dict[Cell, float] = {}
     for c in pending:
-        if (c.dataset, c.method) in by_pair:
+        if c in timed:
+            out[c] = float(timed[c])
+        elif (c.dataset, c.method) in by_pair:
             out[c] = float(np.mean(by_pair[c.dataset, c.method]))
         elif c.method in by_method:
             out[c] = float(np.mean(by_method[c.method])) * entries(c.dataset)
@@ -95,12 +105,13 @@ def time_left_line(
     done: Mapping[str, Mapping[str, Any]],
     entries: Callable[[str], int],
     workers: int,
+    timed: Mapping[Cell, float] | None = None,
 ) -> str:
     """The status line of the estimated time left; `pending` maps each cell not done to the
-    fraction of its work left (1 when not started)."""
-    seconds = cell_seconds(list(pending), done, entries)
+    fraction of its work left (1 when not started), `timed` as for :func:`cell_seconds`."""
+    seconds = cell_seconds(list(pending), done, entries, timed)
     if seconds is None:
-        return "Estimated time left: unknown (no cell is done yet to time the others by)"
+        return "Estimated time left: unknown (no cell is done or has timed sweeps yet to go by)"
     work = sum(seconds[c] * frac for c, frac in pending.items())
     return (
         f"Estimated time left: {format_duration(work / workers)} "
@@ -136,6 +147,7 @@ def status(
     ]
     n_flight = 0
     left: dict[Cell, float] = {}  # fraction of each unfinished cell's work still to do
+    timed: dict[Cell, float] = {}  # whole-chain seconds expected of a cell in flight
     for d, by_method in grid.items():
         row = []
         for m in cols:
@@ -152,9 +164,12 @@ def status(
                 if not ckpt.exists():
                     continue
                 try:
-                    reached = int(load_checkpoint(ckpt)["sweep"])
+                    saved = load_checkpoint(ckpt)
+                    reached = int(saved["sweep"])
                     sweep = f"sweep {reached}"
                     left[c] = max(0.0, 1.0 - reached / cfg.n_iter)
+                    if saved["timed_sweeps"] > 0:
+                        timed[c] = saved["seconds"] / saved["timed_sweeps"] * cfg.n_iter
                 except Exception:  # being replaced, or unreadable (a rerun discards it)
                     sweep = "unreadable checkpoint"
                 text += f", t{c.trial} at {sweep}"
@@ -174,5 +189,5 @@ def status(
                 shapes[name] = int(dataset_arrays(name, cfg.sqrt, cfg.data_home, cfg.max_rows)[0].size)
             return shapes[name]
 
-        lines.append(time_left_line(left, done, entries, n_workers(n_jobs)))
+        lines.append(time_left_line(left, done, entries, n_workers(n_jobs), timed))
     return "\n".join(lines + plan.notes)
