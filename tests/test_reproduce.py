@@ -152,6 +152,27 @@ def test_figure_png_from_trial_zero_latents(e2e):
     assert not (e2e / "figures" / "fig2_congress_latent.png").exists()
 
 
+def test_figures_follow_the_data_sets_chosen_and_skip_missing_latent_files(e2e, tmp_path):
+    from ibp_rflvm.evaluation import report
+
+    # Each figure draws one data set: a part without it plans no figure (it used to draw
+    # Figure 1 from whatever cancer cells the folder held, and fail without their matrices).
+    assert make_plan("all", 1, CFG, datasets="cambridge").figures == []
+    assert make_plan("all", 1, CFG, datasets="cancer,cambridge").figures == ["fig1"]
+    out = tmp_path / "out"
+    shutil.copytree(e2e, out)
+    records = load_records(out)
+    panel = next(r for r in records if r["cell"] == "cancer__rflvm__t0")
+    (out / "cells" / panel["latent_file"]).unlink()
+    problems: list[str] = []
+    png = report.write_figure(out, "fig1", records, CFG, problems=problems)
+    assert png is not None and png.exists()
+    assert len(problems) == 1 and "cancer__rflvm__t0" in problems[0]
+    (out / "cells" / "cancer__ibp-rflvm__t0.latent.npy").unlink()
+    assert report.write_figure(out, "fig1", records, CFG, problems=problems) is None
+    assert len(problems) == 3
+
+
 def test_rerun_skips_finished_cells_and_adds_only_new_ones(e2e, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(e2e, out)

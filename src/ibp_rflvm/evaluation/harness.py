@@ -218,7 +218,7 @@ def reproduce(
         write = latent_report.write_latent_table if t in LATENT_TABLES else report.write_table
         summary.outputs += write(out, t, records, plan.datasets[t], plan.methods[t], trials, cfg, plan.notes)
     for f in plan.figures:
-        path = report.write_figure(out, f, records, cfg, _parse_names(methods, method_key))
+        path = report.write_figure(out, f, records, cfg, _parse_names(methods, method_key), summary.notes)
         if path is None:
             summary.notes.append(f"{f}: no trial-0 latent matrices to draw")
         else:

@@ -105,6 +105,10 @@ def make_plan(
         if name not in involved_m:
             raise ReproduceError(f"method {name!r} is not part of {target}")
 
+    if ds_filter is not None:
+        # A figure draws one data set; `--datasets` without it asks for none of its cells.
+        figures = [f for f in figures if FIGURES[f].dataset in ds_filter]
+
     notes: list[str] = []
     ds_ok: dict[str, bool] = {}
     m_ok: dict[str, bool] = {}
@@ -141,8 +145,6 @@ def make_plan(
                     wanted.update(Cell(d, m, k) for k in range(trials))
     for f in figures:
         fdef = FIGURES[f]
-        if ds_filter is not None and fdef.dataset not in ds_filter:
-            continue
         for m in fdef.methods:
             if (m_filter is None or m in m_filter) and ds_usable(fdef.dataset) and m_usable(m):
                 wanted.add(Cell(fdef.dataset, m, 0))

@@ -434,9 +434,12 @@ def write_figure(
     records: Sequence[dict[str, Any]],
     cfg: RunConfig,
     methods: Sequence[str] | None = None,
+    problems: list[str] | None = None,
 ) -> Path | None:
     """Heat maps of trial 0's latent matrices (rows sorted by label), like the paper's Figure
-    1 (cancer) or 2 (congress); panels whose cell is missing are left out. None if none exist."""
+    1 (cancer) or 2 (congress); panels whose cell or latent file is missing are left out (the
+    latter named in `problems`: a folder may keep the cell records without their matrices).
+    None if no panel is left."""
     from ..plots import latent_heatmaps
 
     fdef = FIGURES[figure]
@@ -448,7 +451,12 @@ def write_figure(
         rec = next(match, None)
         if rec is None:
             continue
-        latents.append(load_latent(out, rec))
+        try:
+            latents.append(load_latent(out, rec))
+        except OSError as exc:
+            if problems is not None:
+                problems.append(f"{figure}: panel {rec['cell']} left out, no latent matrix ({exc.strerror})")
+            continue
         dims = f"K+={rec['k_plus_final']}" if rec["D"] is None else f"D={rec['D']}"
         titles.append(f"{METHODS[m].name} ({dims})")
     if not latents:
