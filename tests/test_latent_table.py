@@ -214,3 +214,29 @@ def test_table3_reads_the_cells_of_tables_1_and_2_and_adds_none(monkeypatch):
     assert not any(c.dataset == "congress" and c.method == "gplvm" for c in t3.cells)
     everything = make_plan("all", 2, CFG)
     assert "table3" in everything.tables and set(everything.cells) == both
+
+
+def test_table3_reads_the_accuracy_a_record_keeps_when_its_latent_file_is_gone(tmp_path):
+    """Committed results keep the cell records, not the latent matrices: a record's own kNN
+    accuracy (written when the cell is computed) stands in for its latent file, and one made
+    under other kNN settings does not."""
+    out = tmp_path / "out"
+    Y, labels, _ = dataset_arrays("cancer", False, None, 60)
+    rng = np.random.default_rng(5)
+    latent = rng.normal(size=(60, 2))
+    _cell(out, "cancer", "rflvm", 0, latent, Y, D=2)
+    path = out / "cells" / "cancer__rflvm__t0.json"
+    record = json.loads(path.read_text())
+    seed = knn_seed("cancer", CFG.seed)
+    record["knn"] = {"accuracy": 0.125, "seed": seed, "n_neighbors": 1, "n_folds": 5}
+    path.write_text(json.dumps(record))
+    (out / "cells" / record["latent_file"]).unlink()
+    kw = {"trials": 1, "config": CFG, "datasets": "cancer", "methods": "rflvm", "n_jobs": 1}
+    reproduce("table3", out, progress=False, echo=lambda s: None, report_only=True, **kw)
+    assert float(_rows(out)[("cancer", "rflvm")]["mean"]) == 0.125
+    # Kept under another split's seed: not this table's score, and with no latent file, none.
+    record["knn"]["seed"] = seed + 1
+    path.write_text(json.dumps(record))
+    reproduce("table3", out, progress=False, echo=lambda s: None, report_only=True, **kw)
+    assert _rows(out)[("cancer", "rflvm")]["n_trials"] == "0"
+    assert "cancer__rflvm__t0: not scored" in (out / "tables" / "table3.md").read_text()

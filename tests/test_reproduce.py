@@ -87,6 +87,16 @@ def test_cell_files_hold_metrics_dims_traces_and_latents(e2e):
             parent = records[cid.replace("__rflvm__", "__ibp-rflvm__")]
             assert r["D_from"] == parent["cell"]
             assert r["D"] == max(1, parent["k_plus_final"])
+        # Table 3's score, kept for the data sets it shows (cancer, not Cambridge bars).
+        if r["dataset"] == "cancer":
+            from ibp_rflvm.evaluation.metrics import knn_accuracy, knn_seed
+
+            labels = harness.dataset_arrays("cancer", False, None, 60)[1]
+            seed = knn_seed("cancer", r["settings"]["base_seed"])
+            assert r["knn"] == {"accuracy": knn_accuracy(latent, labels, random_state=seed),
+                                "seed": seed, "n_neighbors": 1, "n_folds": 5}  # fmt: skip
+        else:
+            assert r["knn"] is None
     log = (e2e / "reproduce.log").read_text()
     assert all(cid in log for cid in expected)
     assert not list((e2e / "cells").glob(".*.tmp"))  # atomic writes leave no temporary files

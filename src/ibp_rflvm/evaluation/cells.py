@@ -21,6 +21,7 @@ import numpy as np
 
 from .experiments import (
     HOLDOUT_FRACTION,
+    LATENT_TABLES,
     METHODS,
     SCHEMA_VERSION,
     Cell,
@@ -32,6 +33,7 @@ from .experiments import (
     mask_seed,
     model_seed,
 )
+from .metrics import KNN_FOLDS, KNN_NEIGHBOURS, knn_accuracy, knn_seed
 
 __all__ = [
     "CHECKPOINT_EVERY",
@@ -178,7 +180,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
     # One BLAS thread per worker: the cells are the parallelism, and threaded BLAS on small
     # matrices only oversubscribes the cores.
     with threadpool_limits(limits=1, user_api="blas"):
-        Y, _, _ = dataset_arrays(cell.dataset, cfg.sqrt, cfg.data_home, cfg.max_rows)
+        Y, labels, _ = dataset_arrays(cell.dataset, cfg.sqrt, cfg.data_home, cfg.max_rows)
         Y_train, Y_test, m_seed, digest = split_for(Y, cell.dataset, cell.trial, cfg.seed)
         seed = model_seed(cell.dataset, cell.method, cell.trial, cfg.seed)
         est = build_estimator(cell.method, task.n_components, seed, cfg)
@@ -195,6 +197,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
             metrics["perplexity"] = _finite(est.perplexity(Y_test))
         score_seconds = time.perf_counter() - t0
     latent = np.asarray(est.latent_, dtype=np.float64)
+    knn = _knn_record(cell.dataset, latent, labels, cfg.seed)
     trace = getattr(est, "n_active_", None) if method.ibp else None
     k_final = int(trace[-1]) if trace is not None else latent.shape[1]
     loglik = getattr(est, "log_likelihood_", None)
@@ -222,6 +225,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "log_likelihood_final": None if loglik is None else _finite(np.asarray(loglik).ravel()[-1]),
         "optimizer": _optimizer_record(est),
         "metrics": metrics,
+        "knn": knn,
         "resumed_from_sweep": resumed_from,
         # The commit that ran the sweeps before the resume (see "versions" for the rest).
         "resumed_from_commit": began_at,
@@ -235,6 +239,17 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "versions": versions,
     }
     return record, latent
+
+
+def _knn_record(dataset: str, latent: np.ndarray, labels, base_seed: int) -> dict[str, Any] | None:
+    """Table 3's score of the cell's latent space, kept in the record so that the table can be
+    written from records alone (committed results keep the records, not the latent matrices).
+    None for data sets that Table 3 does not show."""
+    if labels is None or not any(dataset in b.datasets for bs in LATENT_TABLES.values() for b in bs):
+        return None
+    seed = knn_seed(dataset, base_seed)
+    accuracy = knn_accuracy(latent, np.asarray(labels), random_state=seed)
+    return {"accuracy": accuracy, "seed": seed, "n_neighbors": KNN_NEIGHBOURS, "n_folds": KNN_FOLDS}
 
 
 def _final_effective(est: Any) -> int:
