@@ -602,3 +602,14 @@ def test_time_left_fallbacks_and_cells_in_flight():
 def test_status_of_a_finished_run_shows_no_time_left(e2e):
     table = harness.status("table1", e2e, 2, CFG, "cancer,cambridge", "ibp-rflvm,rflvm")
     assert "8 of 8 cells done" in table and "time left" not in table
+
+
+def test_table_notes_name_the_start_of_the_sampler_used():
+    from dataclasses import replace
+
+    from ibp_rflvm.evaluation import report
+
+    paper = report._notes("table1", 5, replace(CFG, sampler="paper"), [])[1]
+    default = report._notes("table1", 5, replace(CFG, sampler="default"), [])[1]
+    assert "start at K = 2 (the paper's sweep and start)" in paper
+    assert "start at K = 12 (the library's sweep and start)" in default

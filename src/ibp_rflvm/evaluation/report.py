@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .cells import dataset_arrays
-from .experiments import FIGURES, METHODS, TABLES, RunConfig
+from .experiments import FIGURES, METHODS, TABLES, RunConfig, init_dims_for
 from .store import load_latent
 
 # The paper's Table 1: test-set log likelihood of the Gaussian models, mean (standard error)
@@ -236,7 +236,8 @@ def _notes(table: str, trials: int, cfg: RunConfig, plan_notes: Sequence[str]) -
         f"'-' marks a cell with no finished trial, a dagger one with fewer trials than requested, "
         f"and '(-)' a standard error from a single trial. Best per column in bold.",
         f"MCMC methods: {cfg.n_iter} sweeps, the first half burn-in, every later sample kept; RFLVMs "
-        f"use M = {cfg.n_frequencies} random frequencies; infinite models start at K = 2.",
+        f"use M = {cfg.n_frequencies} random frequencies; infinite models start at K = {init_dims_for(cfg)} "
+        f"({'the paper' if cfg.sampler == 'paper' else 'the library'}'s sweep and start).",
     ]
     if table == "table1":
         notes += [
