@@ -11,20 +11,18 @@ Records without their latent file are listed and left alone.
 from __future__ import annotations
 
 import argparse
-import json
 
 from ibp_rflvm.evaluation.cells import _knn_record, dataset_arrays
-from ibp_rflvm.evaluation.experiments import LATENT_TABLES
-from ibp_rflvm.evaluation.store import _atomic_write, cell_path, load_latent, load_records
+from ibp_rflvm.evaluation.experiments import LATENT_DATASETS
+from ibp_rflvm.evaluation.store import load_latent, load_records, save_record
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out")
     args = p.parse_args()
-    shown = {d for blocks in LATENT_TABLES.values() for b in blocks for d in b.datasets}
     for rec in load_records(args.out):
-        if rec.get("knn") is not None or rec["dataset"] not in shown:
+        if rec.get("knn") is not None or rec["dataset"] not in LATENT_DATASETS:
             continue
         s = rec["settings"]
         try:
@@ -37,8 +35,7 @@ def main() -> None:
         if knn is None:
             continue
         rec["knn"] = {**knn, "backfilled": True}
-        path = cell_path(args.out, rec["cell"])
-        _atomic_write(path, lambda f, r=rec: json.dump(r, f, indent=1, allow_nan=False), mode="w")
+        save_record(args.out, rec)
         print(f"{rec['cell']}: knn accuracy {knn['accuracy']:.4f}")
 
 

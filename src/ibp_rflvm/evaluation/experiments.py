@@ -159,6 +159,10 @@ LATENT_TABLES: dict[str, tuple[LatentBlock, ...]] = {
         ),
     ),
 }
+#: The data sets some latent-space table scores (their cells keep that score in the record).
+LATENT_DATASETS: frozenset[str] = frozenset(
+    d for blocks in LATENT_TABLES.values() for b in blocks for d in b.datasets
+)
 
 TARGETS = ("table1", "table2", "table3", "fig1", "fig2", "all")
 

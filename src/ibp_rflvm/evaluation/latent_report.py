@@ -111,9 +111,7 @@ class _Scorer:
         try:
             latent = load_latent(self.out, rec)
             _, labels = self._data(rec)
-            return knn_accuracy(
-                latent, labels, random_state=knn_seed(rec["dataset"], rec["settings"]["base_seed"])
-            )
+            return knn_accuracy(latent, labels, random_state=seed)
         except (OSError, ValueError) as exc:
             self.problems.append(f"{rec['cell']}: not scored ({exc})")
             return None

@@ -35,12 +35,18 @@ def cell_path(out: str | Path, cell_id: str) -> Path:
     return Path(out) / "cells" / f"{cell_id}.json"
 
 
+def save_record(out: str | Path, record: dict[str, Any]) -> Path:
+    """Write (or rewrite) a cell's JSON record, atomically."""
+    path = cell_path(out, record["cell"])
+    _atomic_write(path, lambda f: json.dump(record, f, indent=1, allow_nan=False), mode="w")
+    return path
+
+
 def save_cell(out: str | Path, record: dict[str, Any], latent: np.ndarray) -> Path:
     """Write the latent matrix, then the JSON; the JSON's existence marks the cell done."""
     cells = Path(out) / "cells"
     _atomic_write(cells / record["latent_file"], lambda f: np.save(f, latent, allow_pickle=False))
-    path = cell_path(out, record["cell"])
-    _atomic_write(path, lambda f: json.dump(record, f, indent=1, allow_nan=False), mode="w")
+    path = save_record(out, record)
     err = Path(out) / "errors" / f"{record['cell']}.txt"
     if err.exists():
         err.unlink()
