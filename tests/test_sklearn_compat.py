@@ -2,6 +2,9 @@
 
 import warnings
 
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ibp_rflvm import IBPRFLVM, RFLVM
@@ -43,3 +46,34 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check(estimator)
+
+
+# Every public method and property that needs a fit, with the arguments it takes.
+_NEEDS_FIT = {
+    "transform": (np.ones((3, 4)),), "predict": (), "score": (np.ones((3, 4)),),
+    "log_predictive_density": (np.ones((3, 4)),), "pointwise_log_predictive": (np.ones((3, 4)),),
+    "perplexity": (np.ones((3, 4)),), "summary": (), "to_inference_data": (),
+    "effective_dimensions": (), "effective_dims_": None, "effective_draws_": None,
+    "effective_dims_posterior_": None, "reconstruction_": None,
+}
+
+
+@pytest.mark.parametrize("cls", [IBPRFLVM, RFLVM])
+@pytest.mark.parametrize("name", sorted(_NEEDS_FIT))
+def test_unfitted_model_says_so(cls, name):
+    """Before fit, each raises NotFittedError (an AttributeError from an attribute fit sets was
+    what some of them raised)."""
+    args = _NEEDS_FIT[name]
+    with pytest.raises(NotFittedError, match="not fitted"):
+        attr = getattr(cls(), name)
+        if args is not None:
+            attr(*args)
+
+
+def test_unfitted_list_is_complete():
+    """A new public method or property must be added to the list above (or to the ones that do
+    not need a fit), so the check above covers it."""
+    no_fit = {"fit", "fit_transform", "get_params", "set_params", "set_output",
+              "get_metadata_routing"}
+    public = {n for n in dir(IBPRFLVM) if not n.startswith("_") and not n.startswith("set_")}
+    assert public - no_fit == set(_NEEDS_FIT)

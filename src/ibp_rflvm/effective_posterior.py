@@ -65,6 +65,7 @@ class EffectiveDimensionsMixin:
         `max_draws` (default ``EFFECTIVE_MAX_DRAWS``) bounds the draws scored per chain; 1
         scores only the final sample, the one ``latent_`` uses.
         """
+        self._check_fitted()  # before _data is read, so an unfitted model says so
         n_observed = int(self._data.observed.sum())
         return np.array(
             [

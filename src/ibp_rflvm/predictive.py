@@ -73,6 +73,7 @@ class PredictiveMixin(TransformerMixin):
         """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
         each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3). Held-out entries
         as in :meth:`pointwise_log_predictive`."""
+        self._check_fitted()
         if self.spec_.likelihood.kind != "counts":
             raise ValueError(
                 f"perplexity is defined for count data; this model uses the {self.likelihood!r} "
