@@ -613,3 +613,63 @@ def test_table_notes_name_the_start_of_the_sampler_used():
     default = report._notes("table1", 5, replace(CFG, sampler="default"), [])[1]
     assert "start at K = 2 (the paper's sweep and start)" in paper
     assert "start at K = 12 (the library's sweep and start)" in default
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="reads worker PIDs from /proc (Linux)")
+def test_sigterm_stops_the_workers_and_keeps_the_checkpoints(tmp_path):
+    """`kill` of the coordinator (SIGTERM, as a batch scheduler's time limit sends) must not
+    leave its worker processes computing cells nobody collects: the run stops as on Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    # Chains long enough to be in flight when the signal comes; they checkpoint every 5 sweeps.
+    cmd = [sys.executable, "-m", "ibp_rflvm.cli", "reproduce", "table1", "--datasets", "cambridge",
+           "--methods", "ibp-rflvm", "--trials", "2", "--n-jobs", "2", "--out", str(out),
+           "--n-iter", "100000", "--n-frequencies", "8", "--max-rows", "60", "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    children: set[int] = set()
+
+    def kill_all() -> None:  # a failing run must not leave its workers computing
+        for pid in [proc.pid, *children]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    try:
+        deadline = time.monotonic() + 120
+        while len(list((out / "partial").glob("*.ckpt"))) < 2:  # both workers are sweeping
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.2)
+        children = {
+            int(pid)
+            for task in os.listdir(f"/proc/{proc.pid}/task")
+            for pid in open(f"/proc/{proc.pid}/task/{task}/children").read().split()
+        }
+        assert children
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    except BaseException:
+        kill_all()
+        raise
+    assert proc.returncode == 130, output
+    assert "interrupted" in (out / "reproduce.log").read_text()
+    assert len(list((out / "partial").glob("*.ckpt"))) == 2  # kept for the next run to resume
+    deadline = time.monotonic() + 30
+    alive = set(children)
+    while alive and time.monotonic() < deadline:
+        alive = {pid for pid in alive if os.path.exists(f"/proc/{pid}") and _not_zombie(pid)}
+        time.sleep(0.2)
+    if alive:
+        kill_all()
+    assert not alive, f"worker processes {sorted(alive)} outlived the run"
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -8,6 +8,8 @@ starts a finite model's cell when its IBP counterpart's cell has given it its D.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -192,6 +194,25 @@ def _priorities(todo: Sequence[Cell], sizes: dict[str, int]) -> dict[Cell, float
     return prio
 
 
+def _sigterm_as_interrupt() -> Callable[[], None]:
+    """Make SIGTERM stop the run as Ctrl-C does; returns the function that undoes it.
+
+    `kill`, `timeout` and batch schedulers' time limits send SIGTERM to this process alone. Its
+    default action would end the coordinator without shutting the pool down, and the workers
+    would go on computing cells nobody collects. Raised as KeyboardInterrupt, it takes the Ctrl-C
+    path: workers stopped, checkpoints kept, what was saved said. Only the main thread may set a
+    handler (a run driven from another thread keeps the default).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
 def _dims_from(parent: dict[str, Any]) -> int:
     # An IBP chain can end with no active dimension; a finite model needs at least one.
     return max(1, int(parent["k_plus_final"]))
@@ -209,7 +230,8 @@ def run_cells(
     """Compute every cell of `cells` not yet on disk under `out`, parents before dependents.
 
     Each finished cell is saved at once; a failed cell is logged (``OUT/errors``) and the cells
-    depending on it are reported as blocked; Ctrl-C stops the run, keeping every saved cell.
+    depending on it are reported as blocked; Ctrl-C or SIGTERM stops the run, keeping every saved
+    cell and the checkpoints of the cells in flight.
     """
     from tqdm.auto import tqdm
 
@@ -255,6 +277,7 @@ def run_cells(
             return CellTask(c, cfg, None, checkpoint=ckpt)
         return CellTask(c, cfg, _dims_from(done[p.id]), p.id, checkpoint=ckpt)
 
+    restore_sigterm = _sigterm_as_interrupt()
     try:
         while ready or in_flight:
             # Longest work first (then a fixed order), so the slowest cells are not left for last.
@@ -304,6 +327,7 @@ def run_cells(
             f"{len(in_flight)} in flight {kept}; run the same command again to continue"
         )
     finally:
+        restore_sigterm()
         bar.close()
         backend.close(interrupted, list(in_flight))
     summary.seconds = time.perf_counter() - t_start
