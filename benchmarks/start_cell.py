@@ -19,7 +19,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ibp_rflvm import IBPRFLVM
-from ibp_rflvm.evaluation.cells import dataset_arrays, split_for
+from ibp_rflvm.evaluation.cells import _final_effective, dataset_arrays, split_for
 from ibp_rflvm.evaluation.experiments import METHODS, RunConfig, model_seed
 
 
@@ -50,7 +50,7 @@ def main() -> None:
         n_test = int(np.count_nonzero(~np.isnan(Y_test)))
         lpd = float(est.log_predictive_density(Y_test)) / n_test
         perplexity = est.perplexity(Y_test) if est.spec_.likelihood.kind == "counts" else None
-        effective = int(est.effective_dimensions(max_draws=1)[0, -1])
+        effective = _final_effective(est)  # as the cell records it
     kept = np.asarray(est.n_active_).ravel()[cfg.n_iter // 2 :]
     print(
         f"{args.dataset} {args.method} trial {args.trial} (mask {digest}), {args.sampler} sampler from "

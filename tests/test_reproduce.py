@@ -9,6 +9,7 @@ import json
 import math
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -647,7 +648,7 @@ def test_sigterm_stops_the_workers_and_keeps_the_checkpoints(tmp_path):
         children = {
             int(pid)
             for task in os.listdir(f"/proc/{proc.pid}/task")
-            for pid in open(f"/proc/{proc.pid}/task/{task}/children").read().split()
+            for pid in Path(f"/proc/{proc.pid}/task/{task}/children").read_text().split()
         }
         assert children
         proc.send_signal(signal.SIGTERM)
@@ -670,6 +671,6 @@ def test_sigterm_stops_the_workers_and_keeps_the_checkpoints(tmp_path):
 
 def _not_zombie(pid: int) -> bool:
     try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
