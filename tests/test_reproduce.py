@@ -323,6 +323,9 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
     assert len(calls) == 8 - 6  # only the sweeps after the checkpoint were run again
     got, want = _by_id(out)[cell], _by_id(tmp_path / "ref")[cell]
     assert got["resumed_from_sweep"] == 6 and want["resumed_from_sweep"] == 0
+    # The six sweeps of the first run count in the cell's worker time, as their checkpoint timed them.
+    assert got["seconds_before_resume"] == saved["seconds"] and want["seconds_before_resume"] == 0.0
+    assert harness.worker_seconds(got) == (pytest.approx(got["seconds"] + saved["seconds"]), True)
     assert "| cambridge | 1/1 |" in harness.status("table1", out, 1, kw["config"], "cambridge", "ibp-rflvm")
     # The run that began the chain was this same code (its commit, or None outside git).
     assert got["resumed_from_commit"] == (got["versions"].get("commit") or "unknown")
@@ -674,3 +677,27 @@ def _not_zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_worker_seconds_count_the_sweeps_before_a_resume_or_say_they_are_estimated(tmp_path):
+    from ibp_rflvm.evaluation.report import write_timings
+
+    def rec(trial, seconds, resumed=0, before=None, **extra):
+        r = {"cell": f"cancer__rflvm__t{trial}", "dataset": "cancer", "method": "rflvm", "trial": trial,
+             "seconds": seconds, "resumed_from_sweep": resumed, "settings": {"n_iter": 10}}
+        if before is not None:
+            r["seconds_before_resume"] = before
+        return {**r, **extra}
+
+    fresh, timed = rec(0, 8.0, before=0.0), rec(1, 2.0, resumed=6, before=5.0)
+    untimed, after_end = rec(2, 2.0, resumed=6), rec(3, 1.0, resumed=10)
+    assert harness.worker_seconds(fresh) == (8.0, True)
+    assert harness.worker_seconds(rec(0, 8.0)) == (8.0, True)  # a record from before the field
+    assert harness.worker_seconds(timed) == (7.0, True)
+    assert harness.worker_seconds(untimed) == (pytest.approx(5.0), False)  # 4 of 10 sweeps took 2 s
+    assert harness.worker_seconds(after_end) == (1.0, False)
+    text = write_timings(tmp_path, [fresh, timed, untimed, after_end]).read_text()
+    assert "| cancer | RFLVM | 4 | 5.2 | 21.0 |" in text
+    assert "Total: 21 s of worker time over 4 cells." in text
+    assert "cancer__rflvm__t2 (resumed at sweep 6), cancer__rflvm__t3 (resumed at sweep 10)." in text
+    assert "t0" not in text.split("Total")[1] and "t1" not in text.split("Total")[1]

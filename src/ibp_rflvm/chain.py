@@ -216,8 +216,9 @@ def _write(
         path,
         {
             "sweep": done,
-            # Wall seconds of the last `timed_sweeps` sweeps, for `reproduce --status` to time a
-            # long cell while it runs; nothing of the chain depends on them.
+            # Wall seconds of the last `timed_sweeps` sweeps (all of them unless an older version
+            # began the chain), for `reproduce --status` to time a long cell while it runs and
+            # for the cell record to count a resumed chain whole; nothing of the chain depends on them.
             "seconds": float(timing[0]),
             "timed_sweeps": int(timing[1]),
             "burn_in": burn_in,

@@ -185,7 +185,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         seed = model_seed(cell.dataset, cell.method, cell.trial, cfg.seed)
         est = build_estimator(cell.method, task.n_components, seed, cfg)
         t0 = time.perf_counter()
-        resumed_from, began_at = _fit_resumable(
+        resumed_from, began_at, seconds_before = _fit_resumable(
             est, Y_train, task.checkpoint if method.family == "rflvm" else None
         )
         fit_seconds = time.perf_counter() - t0
@@ -232,6 +232,10 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "fit_seconds": round(fit_seconds, 3),
         "score_seconds": round(score_seconds, 3),
         "seconds": round(time.time() - started, 3),
+        # The sweeps before a resume ran in an earlier process: their wall seconds, as the
+        # checkpoint timed them, so the cell's worker time can be counted whole (None: unknown,
+        # a checkpoint from before sweeps were timed).
+        "seconds_before_resume": seconds_before,
         "latent_file": f"{cell.id}.latent.npy",
         "latent_shape": list(latent.shape),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -257,39 +261,45 @@ def _final_effective(est: Any) -> int:
     return int(est.effective_dimensions(max_draws=1)[0, -1])
 
 
-def _fit_resumable(est: Any, Y_train: np.ndarray, checkpoint: str | None) -> tuple[int, str | None]:
+def _fit_resumable(
+    est: Any, Y_train: np.ndarray, checkpoint: str | None
+) -> tuple[int, str | None, float | None]:
     """Fit `est`, continuing from `checkpoint` when a usable one exists.
 
-    Returns the sweep it resumed at (0 for a fresh chain) and the source commit of the run that
-    began the chain (None when fresh). The resumed chain equals the uninterrupted one bit for
-    bit (chain.run_chain) as long as the code is the same, which is why the beginning run's
-    commit is kept beside the checkpoint and reported. A checkpoint that cannot be read or
-    belongs to other data or settings is discarded and the chain starts afresh.
+    Returns the sweep it resumed at (0 for a fresh chain), the source commit of the run that
+    began the chain (None when fresh) and the wall seconds of the sweeps before the resume (0.0
+    when fresh, None when the checkpoint did not time all of them). The resumed chain equals the
+    uninterrupted one bit for bit (chain.run_chain) as long as the code is the same, which is why
+    the beginning run's commit is kept beside the checkpoint and reported. A checkpoint that
+    cannot be read or belongs to other data or settings is discarded and the chain starts afresh.
     """
     if checkpoint is None:
         est.fit(Y_train)
-        return 0, None
+        return 0, None, 0.0
     from ..chain import CheckpointMismatch, load_checkpoint
 
     path = Path(checkpoint)
     path.parent.mkdir(parents=True, exist_ok=True)
     began = Path(f"{path}.commit")
-    start = 0
+    start, before = 0, None
     if path.exists():
         try:
-            start = int(load_checkpoint(path)["sweep"])
+            saved = load_checkpoint(path)
+            start = int(saved["sweep"])
+            # Timed sweeps fall short of the sweeps done when an older code version began the chain.
+            before = saved["seconds"] if saved["timed_sweeps"] == start else None
         except Exception:  # a truncated or foreign file: worthless, not an error
             path.unlink(missing_ok=True)
     est.set_params(checkpoint_path=str(path), checkpoint_every=CHECKPOINT_EVERY)
     if start:
         try:
             est.fit(Y_train, resume=True)
-            return start, began.read_text().strip() if began.exists() else "unknown"
+            return start, began.read_text().strip() if began.exists() else "unknown", before
         except CheckpointMismatch:
             path.unlink(missing_ok=True)
     began.write_text(f"{_source_commit() or 'unknown'}\n")
     est.fit(Y_train, resume=True)
-    return 0, None
+    return 0, None, 0.0
 
 
 def _drop_checkpoint(partial: Path, cell_id: str) -> None:

@@ -125,7 +125,7 @@ from .experiments import (
 from .planning import Plan, _parse_names, dataset_available, make_plan, method_available
 from .scheduling import RunSummary, run_cells
 from .status import status
-from .store import cell_path, check_settings, load_cell, load_latent, load_records, save_cell
+from .store import cell_path, check_settings, load_cell, load_latent, load_records, save_cell, worker_seconds
 
 __all__ = [
     "CHECKPOINT_EVERY",
@@ -168,6 +168,7 @@ __all__ = [
     "split_for",
     "status",
     "subsample_rows",
+    "worker_seconds",
 ]
 
 

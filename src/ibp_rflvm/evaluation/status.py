@@ -34,17 +34,7 @@ from .cells import dataset_arrays
 from .experiments import METHODS, Cell, RunConfig
 from .planning import make_plan
 from .scheduling import _RELATIVE_COST, n_workers
-from .store import check_settings
-
-
-def _whole_chain_seconds(record: Mapping[str, Any]) -> float:
-    """A record's seconds, scaled to the whole chain when the cell resumed from a checkpoint."""
-    seconds = float(record["seconds"])
-    resumed = int(record.get("resumed_from_sweep") or 0)
-    n_iter = record.get("settings", {}).get("n_iter")
-    if resumed and n_iter and resumed < n_iter:
-        seconds *= n_iter / (n_iter - resumed)
-    return seconds
+from .store import check_settings, worker_seconds
 
 
 def _entries(record: Mapping[str, Any]) -> int:
@@ -61,7 +51,7 @@ def cell_seconds(
     in flight `timed` (their whole chain's expected seconds from their checkpoints; see the module
     docstring); `entries(dataset)` gives a data set's number of entries. None if there is neither."""
     timed = timed or {}
-    seen = [(r["dataset"], r["method"], _whole_chain_seconds(r), _entries(r)) for r in done.values()]
+    seen = [(r["dataset"], r["method"], worker_seconds(r)[0], _entries(r)) for r in done.values()]
     seen += [(c.dataset, c.method, s, entries(c.dataset)) for c, s in timed.items()]
     if not seen:
         return None

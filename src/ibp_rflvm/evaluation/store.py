@@ -73,6 +73,28 @@ def load_records(out: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def worker_seconds(record: dict[str, Any]) -> tuple[float, bool]:
+    """A cell's worker seconds over its whole chain, and whether they were measured (True) or
+    estimated (False).
+
+    A cell resumed from a checkpoint ran its first sweeps in an earlier process. Their seconds
+    are in ``seconds_before_resume`` when the checkpoint timed them; otherwise (older records and
+    checkpoints) the seconds after the resume are scaled by the share of the chain they ran. A
+    chain resumed after its last sweep has nothing to scale, and counts its scoring only.
+    """
+    seconds = float(record["seconds"])
+    resumed = int(record.get("resumed_from_sweep") or 0)
+    if not resumed:
+        return seconds, True
+    before = record.get("seconds_before_resume")
+    if before is not None:
+        return seconds + float(before), True
+    n_iter = record.get("settings", {}).get("n_iter")
+    if n_iter and resumed < n_iter:
+        seconds *= n_iter / (n_iter - resumed)
+    return seconds, False
+
+
 def load_latent(out: str | Path, record: dict[str, Any]) -> np.ndarray:
     return np.load(Path(out) / "cells" / record["latent_file"], allow_pickle=False)
 
