@@ -9,8 +9,8 @@ and scoring). A cell not done yet is expected to take, in order of preference:
 3. else the mean seconds per data entry and per unit of the method family's relative cost (the
    one the scheduler orders cells by) over every done cell, times this cell's entries and cost.
 
-A resumed cell's record times only the sweeps after its checkpoint, so its seconds are scaled
-to the whole chain before they are averaged; a cell in flight counts only for the sweeps its
+A resumed cell counts its whole chain (``store.worker_seconds``: the sweeps before the resume
+as its checkpoint timed them, or the seconds after it scaled to the whole chain); a cell in flight counts only for the sweeps its
 checkpoint has not reached. A cell in flight whose checkpoint timed its sweeps (checkpoints
 record the wall seconds of the sweeps they cover) also counts as an observation, at those
 seconds per sweep times the chain's sweeps, and that is its own expected time: so the first
