@@ -11,6 +11,9 @@ setup and the final predictive, so slightly pessimistic), and the median seconds
 + gradient evaluation (L-BFGS-B spends one to a few evaluations per iteration). ``--threads``
 also times an evaluation with BLAS unrestricted, to show what the fit's single-thread limit
 costs; ``--gpy`` times GPy's missing-data model for 5 iterations on the smaller shape.
+``--profile Q`` instead profiles three evaluations on the Olivetti shape with ``Q`` latent
+dimensions (the reproduction's GPLVM gets ``Q`` = the IBP-RFLVM's ``K+``, 50 on Olivetti) and
+prints the functions that take the time.
 """
 
 from __future__ import annotations
@@ -45,20 +48,26 @@ def dataset(name: str, shape: tuple[int, int], seed: int) -> tuple[np.ndarray, s
     return Y_train, label
 
 
-def time_evaluations(Y: np.ndarray, repeats: int = 3, blas_threads: int | None = 1) -> float:
-    """Median wall seconds of one objective + gradient evaluation at the initial values."""
+def _objective(Y: np.ndarray, q: int):
+    """The bound's data constants and a starting parameter vector with `q` latent dimensions."""
     Yn, _, _ = gplvm.standardise(Y)
     obs = gplvm_bound.observed_data(Yn)
     rng = np.random.default_rng(0)
     N = Y.shape[0]
     theta = gplvm.pack_theta(
-        rng.standard_normal((N, Q)),
-        rng.uniform(0.0, 0.1, (N, Q)),
-        rng.standard_normal((M, Q)),
+        rng.standard_normal((N, q)),
+        rng.uniform(0.0, 0.1, (N, q)),
+        rng.standard_normal((M, q)),
         1.0,
-        np.ones(Q),
+        np.ones(q),
         0.1,
     )
+    return theta, obs
+
+
+def time_evaluations(Y: np.ndarray, repeats: int = 3, blas_threads: int | None = 1) -> float:
+    """Median wall seconds of one objective + gradient evaluation at the initial values."""
+    theta, obs = _objective(Y, Q)
     times = []
     with threadpool_limits(limits=blas_threads, user_api="blas"):
         for _ in range(repeats):
@@ -66,6 +75,26 @@ def time_evaluations(Y: np.ndarray, repeats: int = 3, blas_threads: int | None =
             gplvm.negative_elbo(theta, obs, M, Q)
             times.append(time.perf_counter() - start)
     return float(np.median(times))
+
+
+def profile_evaluations(Y: np.ndarray, q: int, repeats: int = 3) -> None:
+    """CPU seconds per evaluation with `q` latent dimensions, and cProfile's top functions."""
+    import cProfile
+    import pstats
+
+    theta, obs = _objective(Y, q)
+    with threadpool_limits(limits=1, user_api="blas"):
+        gplvm.negative_elbo(theta, obs, M, q)  # warm the index caches
+        cpu = time.process_time()
+        for _ in range(repeats):
+            gplvm.negative_elbo(theta, obs, M, q)
+        print(f"  Q = {q}: {(time.process_time() - cpu) / repeats:.3f} CPU s per evaluation", flush=True)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(repeats):
+            gplvm.negative_elbo(theta, obs, M, q)
+        profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(10)
 
 
 def time_fit(Y: np.ndarray, iters: int) -> tuple[float, float, int]:
@@ -108,7 +137,13 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=50, help="L-BFGS-B iterations per fit (default 50)")
     parser.add_argument("--gpy", action="store_true", help="also time GPy for 5 iterations on mice")
     parser.add_argument("--threads", action="store_true", help="also time evaluations with BLAS unrestricted")
+    parser.add_argument("--profile", type=int, metavar="Q", help="profile Olivetti evaluations with Q dims")
     args = parser.parse_args()
+    if args.profile:
+        Y, label = dataset("olivetti", (400, 4096), 1)
+        print(f"data: {label}, M = {M}, 20% entries unobserved, one BLAS thread", flush=True)
+        profile_evaluations(Y, args.profile)
+        return
     print(
         f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Q = {Q}, M = {M}, 20% entries unobserved, one fit of max_iters = {args.iters}"
