@@ -10,10 +10,11 @@ and scoring). A cell not done yet is expected to take, in order of preference:
    one the scheduler orders cells by) over every done cell, times this cell's entries and cost.
 
 A resumed cell counts its whole chain (``store.worker_seconds``: the sweeps before the resume
-as its checkpoint timed them, or the seconds after it scaled to the whole chain); a cell in flight counts only for the sweeps its
-checkpoint has not reached. A cell in flight whose checkpoint timed its sweeps (checkpoints
-record the wall seconds of the sweeps they cover) also counts as an observation, at those
-seconds per sweep times the chain's sweeps, and that is its own expected time: so the first
+as its checkpoint timed them, or the seconds after it scaled to the whole chain); a cell in
+flight counts only for the sweeps its checkpoint has not reached. A cell in flight whose
+checkpoint timed its sweeps (checkpoints record the wall seconds of the sweeps they cover) also
+counts as an observation, at those seconds per sweep times the chain's sweeps, and that is its
+own expected time: so the first
 estimate comes once a checkpoint is written, not once a whole cell is done (it leaves out
 the scoring, tens of seconds at most, so it is low by that much). The sum over the cells left,
 divided by the number of workers (``--n-jobs``, default one per core), is the time shown. It
