@@ -119,9 +119,11 @@ def main() -> None:
                 continue
             (first, v1, _), (second, _, _) = rows[0], rows[1]
             lead, z = paired_se(cells, ds, first, second, trials, higher)
-            ibp = "ibp-rflvm" if any(m == "ibp-rflvm" for m, _, _ in rows) else "nb-ibp-rflvm"
-            place = [m for m, _, _ in rows].index(ibp) + 1
-            if place == 1:
+            ranked = [m for m, _, _ in rows]
+            ibp = "ibp-rflvm" if "ibp-rflvm" in ranked else "nb-ibp-rflvm"
+            if ibp not in ranked:  # a folder part way through a data set
+                note = "not computed yet"
+            elif (place := ranked.index(ibp) + 1) == 1:
                 note = "first"
             else:
                 gap, zg = paired_se(cells, ds, first, ibp, trials, higher)
