@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ibp_rflvm.evaluation.experiments import METHODS
+from ibp_rflvm.evaluation.experiments import METHODS, _dataset_kind
 from ibp_rflvm.evaluation.store import load_records
 
 
@@ -120,7 +120,7 @@ def main() -> None:
             (first, v1, _), (second, _, _) = rows[0], rows[1]
             lead, z = paired_se(cells, ds, first, second, trials, higher)
             ranked = [m for m, _, _ in rows]
-            ibp = "ibp-rflvm" if "ibp-rflvm" in ranked else "nb-ibp-rflvm"
+            ibp = "nb-ibp-rflvm" if _dataset_kind(ds) == "counts" else "ibp-rflvm"
             if ibp not in ranked:  # a folder part way through a data set
                 note = "not computed yet"
             elif (place := ranked.index(ibp) + 1) == 1:

@@ -682,12 +682,12 @@ def _not_zombie(pid: int) -> bool:
 def test_worker_seconds_count_the_sweeps_before_a_resume_or_say_they_are_estimated(tmp_path):
     from ibp_rflvm.evaluation.report import write_timings
 
-    def rec(trial, seconds, resumed=0, before=None, **extra):
+    def rec(trial, seconds, resumed=0, before=None):
         r = {"cell": f"cancer__rflvm__t{trial}", "dataset": "cancer", "method": "rflvm", "trial": trial,
              "seconds": seconds, "resumed_from_sweep": resumed, "settings": {"n_iter": 10}}
         if before is not None:
             r["seconds_before_resume"] = before
-        return {**r, **extra}
+        return r
 
     fresh, timed = rec(0, 8.0, before=0.0), rec(1, 2.0, resumed=6, before=5.0)
     untimed, after_end = rec(2, 2.0, resumed=6), rec(3, 1.0, resumed=10)

@@ -9,18 +9,17 @@ and scoring). A cell not done yet is expected to take, in order of preference:
 3. else the mean seconds per data entry and per unit of the method family's relative cost (the
    one the scheduler orders cells by) over every done cell, times this cell's entries and cost.
 
-A resumed cell counts its whole chain (``store.worker_seconds``: the sweeps before the resume
-as its checkpoint timed them, or the seconds after it scaled to the whole chain); a cell in
-flight counts only for the sweeps its checkpoint has not reached. A cell in flight whose
-checkpoint timed its sweeps (checkpoints record the wall seconds of the sweeps they cover) also
-counts as an observation, at those seconds per sweep times the chain's sweeps, and that is its
-own expected time: so the first
-estimate comes once a checkpoint is written, not once a whole cell is done (it leaves out
-the scoring, tens of seconds at most, so it is low by that much). The sum over the cells left,
-divided by the number of workers (``--n-jobs``, default one per core), is the time shown. It
-assumes the workers stay busy, which a finite model's cell waiting for its IBP counterpart's can
-break near the end, so it is a lower bound then. With no cell done or timed in flight there is
-nothing to time the others by, and none is shown.
+A resumed cell counts its whole chain (``store.worker_seconds``: the sweeps before the resume as
+its checkpoint timed them, or the seconds after it scaled to the whole chain); a cell in flight
+counts only for the sweeps its checkpoint has not reached. A cell in flight whose checkpoint
+timed its sweeps (checkpoints record the wall seconds of the sweeps they cover) also counts as
+an observation, at those seconds per sweep times the chain's sweeps, and that is its own
+expected time: so the first estimate comes once a checkpoint is written, not once a whole cell
+is done (it leaves out the scoring, tens of seconds at most, so it is low by that much). The sum
+over the cells left, divided by the number of workers (``--n-jobs``, default one per core), is
+the time shown. It assumes the workers stay busy, which a finite model's cell waiting for its
+IBP counterpart's can break near the end, so it is a lower bound then. With no cell done or
+timed in flight there is nothing to time the others by, and none is shown.
 """
 
 from __future__ import annotations
