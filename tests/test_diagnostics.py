@@ -111,8 +111,13 @@ def test_fit_warns_when_its_chains_disagree():
     est.spec_ = type("Spec", (), {"ibp": True})()
     loglik = rng.standard_normal((2, 40)) + np.array([[0.0], [10.0]])
     est.traces_ = {"loglik": loglik, "n_active": np.full((2, 40), 5)}
-    with pytest.warns(ChainsDisagreeWarning, match="log-likelihood"):
+    est.chain_weights_, est.chain_starts_ = np.array([0.25, 0.75]), np.array([2, 12])
+    est.stacking_ = type("Stack", (), {"combine": "stack"})()
+    with pytest.warns(ChainsDisagreeWarning, match="log-likelihood") as caught:
         est._warn_if_chains_disagree(20)
+    # It says what stacking did about it: the starts and the weights.
+    assert "started from 2, 12 dimensions" in str(caught[0].message)
+    assert "weights 0.25, 0.75" in str(caught[0].message)
     est.traces_["loglik"] = rng.standard_normal((2, 40))
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -10,11 +10,22 @@ needed, though ``sc.pl.embedding(adata, basis="ibp_rflvm")`` then plots the resu
 What is written (``key`` is `key_added`, default ``"ibp_rflvm"``):
 
 * ``adata.obsm["X_ibp_rflvm"]`` (``adata.obsm[key]`` when `key_added` is given): the cells'
-  latent positions ``X * Z`` in the final posterior sample (the estimator's ``latent_``),
-  ``n_obs x K+``, most used dimension first;
+  posterior embedding (the estimator's ``embedding_``, ``n_obs x embedding_dims_``): kernel
+  principal components of the posterior-mean kernel over every kept sample, which do not depend
+  on how any sample labels or splits its dimensions (:mod:`ibp_rflvm.embedding`);
+* ``adata.obsm["X_ibp_rflvm_sample"]`` (``f"{obsm key}_sample"``): the final posterior sample's
+  sparse latent positions ``X * Z`` (``latent_``, ``n_obs x K+``, most used dimension first),
+  whose exact zeros show which cells use which dimension;
+* ``adata.obsp["ibp_rflvm_neighbors_distances"]`` and ``["ibp_rflvm_neighbors_connectivities"]``
+  with ``adata.uns["ibp_rflvm_neighbors"]`` (``f"{key}_neighbors"``): the `n_neighbors` nearest
+  cells by posterior distance (Euclidean in all the embedding's components, up to
+  ``embedding.MAX_COMPONENTS``) and their UMAP connectivities, in scanpy's layout
+  (:mod:`ibp_rflvm.neighbors`), so ``sc.tl.umap(adata, neighbors_key="ibp_rflvm_neighbors")``
+  and ``sc.tl.leiden(adata, neighbors_key=...)`` run without ``sc.pp.neighbors``;
 * ``adata.uns[key]``: ``"params"`` (likelihood, layer, gene subset, sampler settings),
-  ``"dimension_usage"`` (fraction of cells using each column of the embedding),
-  ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the first chain) and ``"burn_in"``;
+  ``"dimension_usage"`` (fraction of cells using each column of the final sample's latent),
+  ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the first chain), ``"burn_in"``,
+  ``"embedding_dims"`` and ``"chain_weights"``;
 * ``adata.var``: the per-gene parameters of the likelihood as posterior means over the kept
   samples, ``f"{key}_dispersion"`` (negative binomial ``r_j``) or ``f"{key}_noise_variance"``
   (Gaussian ``sigma_j^2``); NaN for genes outside the subset.
@@ -31,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .estimator import IBPRFLVM, _RFLVMBase
+from .neighbors import N_NEIGHBORS, write_neighbors
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -48,6 +60,7 @@ def ibp_rflvm(
     model: _RFLVMBase | None = None,
     key_added: str | None = None,
     copy: bool = False,
+    n_neighbors: int = N_NEIGHBORS,
     **params: Any,
 ) -> AnnData | None:
     """Fit an :class:`~ibp_rflvm.IBPRFLVM` to the counts of `adata` and store the results.
@@ -64,6 +77,7 @@ def ibp_rflvm(
     key_added : key of the results in ``obsm``, ``uns`` and prefix of the ``var`` columns;
         default ``obsm["X_ibp_rflvm"]``, ``uns["ibp_rflvm"]``, ``var["ibp_rflvm_*"]``.
     copy : work on a copy of `adata` and return it; otherwise write into `adata`, return None.
+    n_neighbors : neighbours per cell (itself included, as in scanpy) of the graph in ``obsp``.
     **params : estimator parameters (``n_iter``, ``random_state``, ...) when `model` is None.
     """
     AnnDataType = _anndata_class()
@@ -77,6 +91,8 @@ def ibp_rflvm(
         raise ValueError(
             f"give estimator parameters either in model or as keywords, not both: {sorted(params)}"
         )
+    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int | np.integer) or n_neighbors < 2:
+        raise ValueError(f"n_neighbors must be an integer of at least 2 (self included); got {n_neighbors!r}")
     counts = _counts(adata, layer)
     genes = _gene_subset(adata, mask_var)
     if genes.size < adata.n_vars:
@@ -84,7 +100,7 @@ def ibp_rflvm(
     model.fit(counts)
     if copy:
         adata = adata.copy()
-    _write(adata, model, genes, layer, mask_var, key_added)
+    _write(adata, model, genes, layer, mask_var, key_added, int(n_neighbors))
     return adata if copy else None
 
 
@@ -133,11 +149,17 @@ def _gene_subset(adata: AnnData, mask_var) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def _write(adata: AnnData, model: _RFLVMBase, genes: np.ndarray, layer, mask_var, key_added) -> None:
+def _write(
+    adata: AnnData, model: _RFLVMBase, genes: np.ndarray, layer, mask_var, key_added, n_neighbors: int
+) -> None:
     key = "ibp_rflvm" if key_added is None else str(key_added)
     obsm_key = "X_ibp_rflvm" if key_added is None else key
     latent = np.asarray(model.latent_, dtype=np.float64)
-    adata.obsm[obsm_key] = latent
+    adata.obsm[obsm_key] = model.embedding_
+    adata.obsm[f"{obsm_key}_sample"] = latent
+    full = model._embedding()
+    coords = full.scores if full.n_available else np.zeros((adata.n_obs, 1))
+    write_neighbors(adata, coords, f"{key}_neighbors", obsm_key, n_neighbors)
     settings = {
         "likelihood": str(model.likelihood),
         "layer": "X" if layer is None else layer,
@@ -158,6 +180,8 @@ def _write(adata: AnnData, model: _RFLVMBase, genes: np.ndarray, layer, mask_var
         "k_plus": np.asarray(model.n_active_, dtype=np.int64),
         "log_likelihood": np.asarray(model.log_likelihood_, dtype=np.float64),
         "burn_in": int(model._burn_in()),
+        "embedding_dims": int(model.embedding_dims_),
+        "chain_weights": np.asarray(model.chain_weights_, dtype=np.float64),
     }
     samples = model._samples
     for name, suffix in GENE_PARAMS.items():

@@ -83,9 +83,10 @@ def to_inference_data(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
 
 
 def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
-    """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame).
+    """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame),
+    followed by one row per chain (``chain 0``, ...) with the columns of :func:`chain_table`.
 
-    The last row, ``effective_dims``, is the effective number of dimensions (see
+    The row ``effective_dims`` is the effective number of dimensions (see
     :mod:`ibp_rflvm.effective`). It is scored on the kept draws thinned to at most
     ``EFFECTIVE_MAX_DRAWS`` per chain, which do not align with the other variables' draws, so
     its statistics come from a separate ArviZ summary of that ``chains x thinned draws`` array
@@ -100,7 +101,34 @@ def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
         var_names.insert(2, "alpha")
     table = az.summary(idata, var_names=var_names, kind="all")
     effective = az.from_dict(posterior={"effective_dims": est.effective_dims_.astype(np.float64)})
-    return pd.concat([table, az.summary(effective, kind="all")])
+    return pd.concat([table, az.summary(effective, kind="all"), chain_table(est)])
+
+
+def chain_table(est: Any) -> Any:
+    """One row per chain: its starting dimensions (``start``), the median ``K+`` over its kept
+    sweeps and of its effective dimensions over the thinned draws, its mean PSIS-LOO log density
+    per scored training entry (``elpd_loo``) with standard error (``elpd_loo_se``), the shares of
+    those entries whose Pareto ``k`` says the estimate is unreliable (``pareto_k_bad``, above
+    ``min(1 - 1/log10 S, 0.7)`` for ``S`` draws; ``pareto_k_above_07``, above 0.7) and its
+    weight in the combination (``weight``). One chain is not scored (NaN)."""
+    import pandas as pd
+
+    kept = len(est._chains[0].record.samples)
+    k_plus = est.traces_["n_active"][:, est.traces_["n_active"].shape[1] - kept :]
+    stack = est.stacking_
+    return pd.DataFrame(
+        {
+            "start": est.chain_starts_,
+            "k_plus": np.median(k_plus, axis=1) if kept else np.full(len(est._chains), np.nan),
+            "effective_dims": np.median(est.effective_dims_, axis=1),
+            "elpd_loo": stack.elpd,
+            "elpd_loo_se": stack.elpd_se,
+            "pareto_k_bad": stack.pareto_k_bad,
+            "pareto_k_above_07": stack.pareto_k_above_07,
+            "weight": est.chain_weights_,
+        },
+        index=[f"chain {c}" for c in range(len(est._chains))],
+    )
 
 
 def _ordered(H: np.ndarray) -> np.ndarray:
@@ -136,8 +164,7 @@ def disagreement(traces: dict[str, np.ndarray], threshold: float = RHAT_DISAGREE
         return None
     return (
         "the chains disagree on " + ", ".join(bad) + ": they have not reached the same posterior "
-        "mode. Run more sweeps, or start every chain from more dimensions (init_dims); see "
-        "docs/sampler.md"
+        "mode (docs/sampler.md section 5)"
     )
 
 

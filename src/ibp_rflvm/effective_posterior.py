@@ -90,7 +90,27 @@ class EffectiveDimensionsMixin:
 
     @property
     def effective_dims_posterior_(self) -> dict[int, float]:
-        """Posterior of the effective number of dimensions: value -> frequency over all chains'
-        thinned draws (ascending values; frequencies sum to 1)."""
-        values, counts = np.unique(self.effective_dims_, return_counts=True)
-        return {int(v): float(c) / counts.sum() for v, c in zip(values, counts, strict=True)}
+        """Posterior of the effective number of dimensions: value -> probability over all
+        chains' thinned draws, chain ``k``'s draws sharing its weight ``chain_weights_[k]``
+        (ascending values; probabilities sum to 1)."""
+        return weighted_posterior(self.effective_dims_, self.chain_weights_)
+
+    @property
+    def k_plus_posterior_(self) -> dict[int, float]:
+        """Posterior of ``K+`` (the dense model: its fixed ``D``) over the kept sweeps, chain
+        ``k``'s sweeps sharing its weight ``chain_weights_[k]``."""
+        self._check_fitted()
+        kept = len(self._chains[0].record.samples)
+        values = self.traces_["n_active"][:, self.traces_["n_active"].shape[1] - kept :]
+        return weighted_posterior(values, self.chain_weights_)
+
+
+def weighted_posterior(values: np.ndarray, chain_weights: np.ndarray) -> dict[int, float]:
+    """value -> probability of a ``chains x draws`` integer array, each chain's draws sharing its
+    weight equally (ascending values; zero-probability values left out)."""
+    values = np.asarray(values)
+    per_draw = np.repeat(np.asarray(chain_weights, dtype=np.float64) / values.shape[1], values.shape[1])
+    uniq, inverse = np.unique(values.ravel(), return_inverse=True)
+    prob = np.bincount(inverse, weights=per_draw, minlength=uniq.size)
+    prob = prob / prob.sum()
+    return {int(v): float(p) for v, p in zip(uniq, prob, strict=True) if p > 0}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -24,6 +25,7 @@ from ._validation import (
     warn_if_unscaled,
 )
 from .chain import run_chain
+from .chain_weights import COMBINE, MAX_ENTRIES, chain_weights, sample_weights
 
 # The redundant aliases re-export what moved to effective_posterior: callers import
 # ``effective_draws`` and ``EFFECTIVE_MAX_DRAWS`` from this module.
@@ -32,6 +34,7 @@ from .effective_posterior import EffectiveDimensionsMixin
 from .effective_posterior import effective_draws as effective_draws
 from .likelihoods import make_likelihood
 from .model import ChainState, Data, ModelSpec
+from .posterior_embedding import PosteriorEmbeddingMixin
 from .predictive import PredictiveMixin
 from .tempering import Ladder, run_tempered
 
@@ -54,10 +57,12 @@ CAP_BINDS = 0.5
 SAMPLERS = ("default", "paper")
 
 
-class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, BaseEstimator):
+class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMixin, BaseEstimator):
     """Shared fitting; subclasses say whether the IBP is on. Held-out scoring and new rows come
     from :class:`~ibp_rflvm.predictive.PredictiveMixin`, the effective number of dimensions from
-    :class:`~ibp_rflvm.effective_posterior.EffectiveDimensionsMixin`."""
+    :class:`~ibp_rflvm.effective_posterior.EffectiveDimensionsMixin`, the posterior embedding
+    from :class:`~ibp_rflvm.posterior_embedding.PosteriorEmbeddingMixin`; the chains are
+    combined by the weights of :mod:`ibp_rflvm.chain_weights`."""
 
     _ibp: bool = True
 
@@ -91,6 +96,15 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, BaseEstimator):
             scaled_start=not paper,
             max_dims=self._max_dims(),
         )
+
+    def _chain_starts(self, spec: ModelSpec, n_chains: int) -> list[int]:
+        """Each chain's starting number of dimensions. The IBP's chains are spread evenly between
+        2 and `init_dims` (rounded), so that chains from different starts can find the different
+        modes the posterior has (docs/sampler.md section 5) and stacking can weigh them; the
+        dense model's `n_components` is fixed."""
+        if not self._ibp or n_chains == 1 or spec.n_dims <= 2:
+            return [spec.n_dims] * n_chains
+        return [int(v) for v in np.round(np.linspace(2, spec.n_dims, n_chains))]
 
     def _burn_in(self) -> int:
         return resolve_burn_in(self.n_iter, self.burn_in)[1]
@@ -142,13 +156,18 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, BaseEstimator):
             warn_if_unscaled(Yv)
         burn = self._burn_in()
         every = check_int("checkpoint_every", self.checkpoint_every, 1)
+        if self.combine not in COMBINE:
+            raise ValueError(f"combine must be one of {list(COMBINE)}; got {self.combine!r}")
+        max_entries = check_int("stacking_max_entries", self.stacking_max_entries, 1)
         rngs = self._chain_generators()
         data = Data.from_array(Yv, lik)
         ladder = self._ladder(spec)
+        starts = self._chain_starts(spec, len(rngs))
         jobs = [
-            (rng, data, spec, int(self.n_iter), burn, self._checkpoint_for(c), every, resume, ladder)
-            for c, rng in enumerate(rngs)
-        ]
+            (rng, data, replace(spec, n_dims=start), int(self.n_iter), burn, self._checkpoint_for(c),
+             every, resume, ladder)
+            for c, (rng, start) in enumerate(zip(rngs, starts, strict=True))
+        ]  # fmt: skip
         if len(jobs) == 1:
             results = [_run_one(*jobs[0], verbose=self.verbose)]
         else:
@@ -159,11 +178,21 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, BaseEstimator):
         if ladder is not None:
             self.swap_rates_ = np.array([res[1].rates for res in results])
             results = [res[0] for res in results]
-        first = results[0]
         self.spec_ = spec
         self._data = data
         self._chains = results
         self._samples = [smp for res in results for smp in res.record.samples]
+        self.chain_starts_ = np.array(starts, dtype=np.int64)
+        with threadpool_limits(limits=1, user_api="blas"):
+            self.stacking_ = chain_weights(
+                [res.record.samples for res in results], data, spec, self.combine, max_entries
+            )
+        self.chain_weights_ = self.stacking_.weights
+        self._sample_weights = sample_weights([len(r.record.samples) for r in results], self.chain_weights_)
+        # The final sample that transform, latent_ and predict on new rows use: the chain the
+        # combination trusts most (the first one among equals).
+        self.best_chain_ = int(np.argmax(self.chain_weights_))
+        first = results[self.best_chain_]
         self.state_: ChainState = first.state
         self.n_features_in_ = Yv.shape[1]
         self.n_samples_fit_ = Yv.shape[0]
@@ -219,20 +248,36 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, BaseEstimator):
             kept["K+"] = self.traces_["n_active"][:, burn:]
         message = disagreement(kept)
         if message is not None:
+            weights = ", ".join(f"{w:.2f}" for w in self.chain_weights_)
+            starts = ", ".join(str(v) for v in self.chain_starts_)
+            starts = "" if len(set(self.chain_starts_)) == 1 else f" (started from {starts} dimensions)"
+            if self.stacking_.combine == "stack":
+                message += (
+                    f". Stacking weighed the chains{starts} by their "
+                    f"leave-one-entry-out predictive densities: weights {weights}; predictions, "
+                    "scores and the embedding use that mixture (summary() has each chain's figures)"
+                )
+            else:
+                message += f". combine='pool' gives every chain its share of the samples ({weights})"
             warnings.warn(message, ChainsDisagreeWarning, stacklevel=3)
 
     @property
     def reconstruction_(self) -> np.ndarray:
         """Posterior-mean reconstruction of the training matrix: the likelihood's mean averaged
-        over every chain's kept samples. Computed on first use (a count model's mean costs a
-        softmax or exponential over all ``N x J`` entries per sample), then cached per fit."""
+        over every chain's kept samples, each chain weighted by ``chain_weights_``. Computed on
+        first use (a count model's mean costs a softmax or exponential over all ``N x J``
+        entries per sample), then cached per fit."""
         self._check_fitted()
         cache = getattr(self, "_reconstruction_cache", None)
         if cache is None or cache[0] is not self._chains:
             with threadpool_limits(limits=1, user_api="blas"):
                 prep = self._data.prep
-                total = sum(res.record.reconstruction_sum(self.spec_, prep) for res in self._chains)
-            cache = (self._chains, total / len(self._samples))
+                total = sum(
+                    (w / len(res.record.samples)) * res.record.reconstruction_sum(self.spec_, prep)
+                    for res, w in zip(self._chains, self.chain_weights_, strict=True)
+                    if w > 0 and res.record.samples
+                )
+            cache = (self._chains, total)
             self._reconstruction_cache = cache
         return cache[1]
 
@@ -274,7 +319,8 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, BaseEstimator):
         return to_inference_data(self, Y_heldout)
 
     def summary(self, Y_heldout=None):
-        """R-hat and bulk/tail ESS of label-invariant quantities, as a pandas DataFrame."""
+        """R-hat and bulk/tail ESS of label-invariant quantities, then one row per chain (its start,
+        K+, effective dimensions, PSIS-LOO score and weight), as a pandas DataFrame."""
         from .diagnostics import summary
 
         return summary(self, Y_heldout)
@@ -324,7 +370,9 @@ class IBPRFLVM(_RFLVMBase):
     init_dims : latent dimensions at the start (the IBP adds and removes them). The default, 12,
         is generous on purpose: the sampler prunes unneeded dimensions readily but grows new
         widely used ones slowly, and chains started from 2 stay in a poorer mode
-        (docs/sampler.md).
+        (docs/sampler.md). With ``n_chains > 1`` the chains start from numbers spread evenly
+        between 2 and `init_dims` (``chain_starts_``; 4 chains from 12: 2, 5, 9, 12), because
+        which start reaches the better mode differs by data set; stacking then weighs them.
     random_state : seed or ``numpy.random.Generator``; the same seed gives the same chain.
     max_dims : cap on ``K+``, the number of dimensions in use (None: no cap). The prior is then
         the IBP conditioned on ``K+ <= max_dims``, which every update of ``Z`` respects exactly.
@@ -341,8 +389,12 @@ class IBPRFLVM(_RFLVMBase):
         gives the Poisson and negative binomial rows their own depth (``ibp_rflvm.likelihoods.offsets``).
     bias : add a constant feature; default: the likelihood's choice (off for the Gaussian).
     n_chains : independent chains, run in parallel processes (joblib), each with its own
-        Generator spawned from `random_state`; predictions pool the kept samples of all chains,
-        and ``traces_`` holds every chain's traces (the ``*_`` trace attributes are chain 0's).
+        Generator spawned from `random_state`; predictions, scores, the reconstruction, the
+        embedding and the posteriors of ``K+`` and of the effective dimensions use all chains'
+        kept samples, chain ``k`` weighted by ``chain_weights_[k]`` (see `combine`);
+        ``traces_`` holds every chain's traces (the ``*_`` trace attributes are chain 0's), and
+        ``latent_``, ``state_`` and ``transform`` use the final sample of the chain with the
+        largest weight (``best_chain_``).
     n_jobs : worker processes for the chains (default: one per chain, at most the CPU count).
     checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
         atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
@@ -359,6 +411,14 @@ class IBPRFLVM(_RFLVMBase):
         kept (``swap_rates_`` gives each pair's acceptance rate). Costs `n_replicas` sweeps per
         sweep; docs/sampler.md section 4 gives its measured effect.
     replica_top : the hottest level's multiple of ``b0``.
+    combine : how several chains are combined. ``"stack"`` (default): stacking weights
+        (Yao, Vehtari and Gelman 2022) that maximise the mixture's PSIS-LOO predictive density of
+        the observed training entries, each chain scored on its own kept samples
+        (:mod:`ibp_rflvm.chain_weights`; ``stacking_`` has each chain's score, its standard
+        error and the share of entries with an unreliable Pareto ``k``). ``"pool"``: every
+        kept sample weighs the same. One chain always has ``chain_weights_ == [1.0]``.
+    stacking_max_entries : at most this many observed entries are scored for stacking (a fixed
+        random subset above it; the objective is a sum over entries, so a subset estimates it).
     """
 
     _ibp = True
@@ -385,6 +445,8 @@ class IBPRFLVM(_RFLVMBase):
         sampler: str = "default",
         n_replicas: int = 1,
         replica_top: float = 5.0,
+        combine: str = "stack",
+        stacking_max_entries: int = MAX_ENTRIES,
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -406,6 +468,8 @@ class IBPRFLVM(_RFLVMBase):
         self.sampler = sampler
         self.n_replicas = n_replicas
         self.replica_top = replica_top
+        self.combine = combine
+        self.stacking_max_entries = stacking_max_entries
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -418,7 +482,7 @@ class RFLVM(_RFLVMBase):
     """Dense random Fourier feature latent variable model: the IBP switched off (``Z = 1``).
 
     Same parameters as :class:`IBPRFLVM`, with `n_components` fixed latent dimensions in place
-    of `init_dims`.
+    of `init_dims` (every chain starts from them; stacking still weighs the chains' modes).
     """
 
     _ibp = False
@@ -443,6 +507,8 @@ class RFLVM(_RFLVMBase):
         sampler: str = "default",
         n_replicas: int = 1,
         replica_top: float = 5.0,
+        combine: str = "stack",
+        stacking_max_entries: int = MAX_ENTRIES,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -462,6 +528,8 @@ class RFLVM(_RFLVMBase):
         self.sampler = sampler
         self.n_replicas = n_replicas
         self.replica_top = replica_top
+        self.combine = combine
+        self.stacking_max_entries = stacking_max_entries
 
     def _n_dims(self) -> int:
         return self.n_components

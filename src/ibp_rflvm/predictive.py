@@ -2,8 +2,8 @@
 
 Held-out entries of the training rows are scored by every kept posterior sample of every chain
 (pointwise log densities, the held-out LPD and its mean per entry, and for counts the
-perplexity); new rows get latent positions sampled against the final posterior sample
-(``transform``).
+perplexity), each sample weighted by its chain's weight (``chain_weights_``); new rows get
+latent positions sampled against the final posterior sample (``transform``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ class PredictiveMixin(TransformerMixin):
     """Held-out densities, perplexity and ``transform`` of a fitted estimator.
 
     The estimator provides ``_check_fitted``, its ``likelihood`` parameter and the fitted
-    ``spec_``, ``state_``, ``_samples``, ``_data``, ``n_features_in_`` and ``n_samples_fit_``.
+    ``spec_``, ``state_``, ``_samples`` with their ``_sample_weights``, ``_data``,
+    ``n_features_in_`` and ``n_samples_fit_``.
     ``TransformerMixin`` is a base here, not only of the estimator, because scikit-learn wraps
     ``transform`` for ``set_output`` only in the class whose body defines it.
     """
@@ -83,10 +84,11 @@ class PredictiveMixin(TransformerMixin):
         lik = self.spec_.likelihood
         rows_kw = _rows_kw(lik, unique_rows, self._data.prep)
         p = np.zeros(vals.size)
-        for smp in self._samples:
-            mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
-            p += mu[row_pos, cols] / mu.sum(axis=1)[row_pos]
-        return perplexity_metric(vals, p / len(self._samples))
+        for smp, w in zip(self._samples, self._sample_weights, strict=True):
+            if w > 0:
+                mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
+                p += w * (mu[row_pos, cols] / mu.sum(axis=1)[row_pos])
+        return perplexity_metric(vals, p)
 
     def transform(
         self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
@@ -111,71 +113,45 @@ class PredictiveMixin(TransformerMixin):
         for ``z`` under its stick prior ``Bern(pi_d)``) against the final posterior sample's
         frequencies, weights and sticks, for `n_sweeps` sweeps, and averaged after `burn_in`.
         The final sample fixes the coordinate system: columns are those of ``latent_``. Rows are
-        independent given that sample.
+        independent given that sample (:func:`sample_new_rows`).
         """
-        from .samplers.ess import elliptical_slice
-
         self._check_fitted()
+        Yn, lik, prep = self._new_data(Y_new, missing_mask, size_factors)
+        if not 0 <= burn_in < n_sweeps:
+            raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
+        state = self.state_
+        sample = {"W": state.W, "params": state.params, "pi": state.pi}
+        rng = check_random_state(0 if random_state is None else random_state)
+        H_mean, recon, _ = sample_new_rows(
+            rng, Yn, lik, prep, sample, self.spec_.ibp, self.spec_.bias, n_sweeps, burn_in
+        )
+        usage = np.count_nonzero(state.H, axis=0)
+        order = np.argsort(-usage, kind="stable")
+        return H_mean[:, order[usage[order] > 0]], recon
+
+    def _new_data(self, Y_new, missing_mask=None, size_factors=None):
+        """New rows checked against the fit, with the likelihood and constants that score them."""
         Yn = data_matrix(Y_new, missing_mask, name="Y_new", min_rows=1, allow_empty=("columns",))
         if Yn.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {Yn.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input"
             )
-        if not 0 <= burn_in < n_sweeps:
-            raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
         lik = for_new_rows(self.spec_.likelihood, size_factors)
         lik.validate(Yn)
-        prep = lik.prepare(Yn)
-        state = self.state_
-        W, params, bias = state.W, state.params, self.spec_.bias
-        beta = params["beta"]
-        # The dense model has Z = 1: only the IBP model samples z, under Bern(pi_d).
-        pi = np.clip(state.pi, 1e-12, 1.0 - 1e-12) if self.spec_.ibp else np.full(W.shape[1], 0.5)
-        rng = check_random_state(0 if random_state is None else random_state)
-        n, K = Yn.shape[0], W.shape[1]
-        rows_all = np.arange(n)
-        X = rng.standard_normal((n, K))
-        Z = (rng.random((n, K)) < pi).astype(np.int8) if self.spec_.ibp else np.ones((n, K), np.int8)
-
-        def loglik(H_rows, rows):
-            return lik.loglik_rows(feature_map(H_rows, W, bias) @ beta, rows, params, prep)
-
-        ll = loglik(X * Z, rows_all)
-        total = np.zeros((n, K))
-        recon = np.zeros(Yn.shape)
-        log_odds_prior = np.log(pi) - np.log1p(-pi)
-        for t in range(n_sweeps):
-            if self.spec_.ibp:
-                for d in range(K):
-                    H_alt = X * Z
-                    H_alt[:, d] = X[:, d] * (1 - Z[:, d])
-                    ll_alt = loglik(H_alt, rows_all)
-                    delta = np.where(Z[:, d] == 1, ll - ll_alt, ll_alt - ll)
-                    # expit, not 1/(1+exp(-t)): large counts give |t| in the thousands.
-                    p_one = expit(log_odds_prior[d] + delta)
-                    z_new = (rng.random(n) < p_one).astype(np.int8)
-                    ll = np.where(z_new != Z[:, d], ll_alt, ll)
-                    Z[:, d] = z_new
-            X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
-            if t >= burn_in:
-                total += X * Z
-                recon += lik.mean(feature_map(X * Z, W, bias) @ beta, params, **_rows_kw(lik, rows_all, prep))
-        kept = n_sweeps - burn_in
-        usage = np.count_nonzero(state.H, axis=0)
-        order = np.argsort(-usage, kind="stable")
-        return (total / kept)[:, order[usage[order] > 0]], recon / kept
+        return Yn, lik, lik.prepare(Yn)
 
     def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
         """Held-out LPD: sum over the held-out entries of ``log (1/S) sum_s p(y_ij | theta_s)``
         (entries as in :meth:`pointwise_log_predictive`)."""
-        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout, missing_mask))
+        logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
+        return lpd_from_samples(logp, self._sample_weights)
 
     def score(self, Y_heldout, y=None, missing_mask=None) -> float:
         """Mean held-out log predictive density per scored entry (entries as in
         :meth:`pointwise_log_predictive`)."""
         logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
-        return lpd_from_samples(logp) / logp.shape[1]
+        return lpd_from_samples(logp, self._sample_weights) / logp.shape[1]
 
 
 def _rows_kw(lik, unique_rows: np.ndarray, prep=None) -> dict:
@@ -185,3 +161,57 @@ def _rows_kw(lik, unique_rows: np.ndarray, prep=None) -> dict:
     if lik.collapsed:
         return {}
     return {"rows": unique_rows} if prep is None else {"rows": unique_rows, "prep": prep}
+
+
+def sample_new_rows(
+    rng: np.random.Generator, Yn: np.ndarray, lik, prep, sample: dict, ibp: bool, bias: bool,
+    n_sweeps: int, burn_in: int, block=None,
+):
+    """Posterior means of new rows' latent positions ``X * Z`` (in `sample`'s columns), of their
+    reconstruction and, when given, of ``block(H)`` (a per-row quantity such as the embedding's).
+
+    The rows' ``x`` and ``z`` are sampled against one posterior `sample` (its frequencies ``W``,
+    likelihood ``params`` and sticks ``pi``), which stays fixed: elliptical slice sampling for
+    ``x``, Gibbs for ``z`` under its stick prior ``Bern(pi_d)`` (the dense model has ``Z = 1``),
+    for `n_sweeps` sweeps, averaged after `burn_in`. Rows are independent given the sample.
+    """
+    from .samplers.ess import elliptical_slice
+
+    W, params = sample["W"], sample["params"]
+    beta = params["beta"]
+    pi = np.clip(sample["pi"], 1e-12, 1.0 - 1e-12) if ibp else np.full(W.shape[1], 0.5)
+    n, K = Yn.shape[0], W.shape[1]
+    rows_all = np.arange(n)
+    X = rng.standard_normal((n, K))
+    Z = (rng.random((n, K)) < pi).astype(np.int8) if ibp else np.ones((n, K), np.int8)
+
+    def loglik(H_rows, rows):
+        return lik.loglik_rows(feature_map(H_rows, W, bias) @ beta, rows, params, prep)
+
+    ll = loglik(X * Z, rows_all)
+    total = np.zeros((n, K))
+    recon = np.zeros(Yn.shape)
+    block_total = None
+    log_odds_prior = np.log(pi) - np.log1p(-pi)
+    for t in range(n_sweeps):
+        if ibp:
+            for d in range(K):
+                H_alt = X * Z
+                H_alt[:, d] = X[:, d] * (1 - Z[:, d])
+                ll_alt = loglik(H_alt, rows_all)
+                delta = np.where(Z[:, d] == 1, ll - ll_alt, ll_alt - ll)
+                # expit, not 1/(1+exp(-t)): large counts give |t| in the thousands.
+                p_one = expit(log_odds_prior[d] + delta)
+                z_new = (rng.random(n) < p_one).astype(np.int8)
+                ll = np.where(z_new != Z[:, d], ll_alt, ll)
+                Z[:, d] = z_new
+        X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
+        if t >= burn_in:
+            H = X * Z
+            total += H
+            recon += lik.mean(feature_map(H, W, bias) @ beta, params, **_rows_kw(lik, rows_all, prep))
+            if block is not None:
+                value = block(H)
+                block_total = value if block_total is None else block_total + value
+    kept = n_sweeps - burn_in
+    return total / kept, recon / kept, None if block_total is None else block_total / kept

@@ -27,13 +27,20 @@ def poisson_logpmf(y: np.ndarray, log_rate: np.ndarray) -> np.ndarray:
     return y * log_rate - np.exp(log_rate) - gammaln(y + 1.0)
 
 
-def lpd_from_samples(logp: np.ndarray) -> float:
+def lpd_from_samples(logp: np.ndarray, weights: np.ndarray | None = None) -> float:
     """Held-out log predictive density from per-sample pointwise log densities.
 
     `logp` is ``S x n_test``: row s holds ``log p(y_t | theta_s)`` for each test entry t.
-    Returns ``sum_t log((1/S) sum_s p(y_t | theta_s))``.
+    Returns ``sum_t log(sum_s w_s p(y_t | theta_s))`` with `weights` ``w`` (non-negative, summing
+    to one; default ``1/S`` each, the plain posterior average).
     """
-    return float(np.sum(log_mean_exp(logp, axis=0), dtype=np.float64))
+    if weights is None:
+        return float(np.sum(log_mean_exp(logp, axis=0), dtype=np.float64))
+    w = np.asarray(weights, dtype=np.float64)
+    logp = np.asarray(logp, dtype=np.float64)
+    if w.shape != (logp.shape[0],):
+        raise ValueError(f"weights must have one entry per sample ({logp.shape[0]}); got shape {w.shape}")
+    return float(np.sum(logsumexp(logp, axis=0, b=w[:, None]), dtype=np.float64))
 
 
 def perplexity(y_test: np.ndarray, p_test: np.ndarray) -> float:

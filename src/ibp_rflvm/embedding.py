@@ -1,0 +1,180 @@
+"""Posterior embedding of the training rows: kernel PCA of a posterior-mean kernel.
+
+One posterior sample's latent matrix ``H = X * Z`` has no identity across samples: its columns
+can be relabelled, flipped, rotated or split between several IBP dimensions without changing the
+model, so neither one sample nor an average of samples is a summary a user can trust. The random
+Fourier features do not see those changes, since they depend on ``H`` only through ``H W^T``, and
+neither does anything computed from them. Each kept sample ``s`` (weight ``w_s``, the weights
+summing to one) gives a block ``B_s`` of per-row quantities, and the posterior-mean kernel
+
+    Kbar = sum_s w_s B_s B_s^T
+
+is invariant to all those changes (SPEC section 2.3), and so are its distances
+``Kbar_ii + Kbar_jj - 2 Kbar_ij``: posterior-expected squared distances between rows. Two blocks
+are offered (:data:`KERNELS`):
+
+* ``"features"``: ``B_s = Phi_s``, the random features; ``Kbar`` is the posterior mean of the
+  GP's kernel.
+* ``"signal"``: ``B_s = Phi_s beta_s``, each row's noise-free linear predictor (``N x J``); the
+  kernel of the GP's function values, in which a latent direction counts as much as the data
+  respond to it (an automatic relevance weighting, like the ARD sensitivity of a GPLVM).
+
+The embedding is the kernel principal components: the top eigenvectors of the doubly-centred
+``Kbar``, each scaled by the square root of its eigenvalue, so that Euclidean distances between
+embedded rows approximate the centred kernel's distances as closely as ``d`` coordinates can.
+Signs are fixed (the largest entry of each component positive) so the result does not depend on
+the eigensolver. They are also the principal components of the stacked, centred blocks
+``[sqrt(w_1) B_1, ..., sqrt(w_S) B_S]``, which is how a large ``N`` is handled without an
+``N x N`` matrix (a randomized range finder with power iterations, Halko, Martinsson and Tropp
+2011, multiplying by one block at a time), and how new rows are placed: their blocks, centred by
+the training means, projected on the same directions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .features import feature_map
+
+#: Per-sample blocks the kernel can be built from.
+KERNELS = ("signal", "features")
+#: Above this many rows the ``N x N`` kernel is not formed; the randomized solver is used.
+EXACT_MAX_ROWS = 3000
+#: Components kept by a fit (``embedding(n)`` gives at most this many).
+MAX_COMPONENTS = 50
+#: Oversampling and power iterations of the randomized solver.
+OVERSAMPLE = 10
+POWER_ITERATIONS = 6
+#: The fit's own dimension: fewest components carrying this share of the centred kernel's trace.
+VARIANCE_SHARE = 0.9
+
+
+def sample_block(sample: dict, bias: bool, kind: str, rows: np.ndarray | None = None) -> np.ndarray:
+    """One kept sample's block for `rows` (all rows by default), unweighted.
+
+    The bias feature is constant over rows, so centring removes it from ``"features"``; it stays
+    in ``"signal"``, where it shifts every row's predictor alike and is removed the same way.
+    """
+    H = sample["H"] if rows is None else sample["H"][rows]
+    if kind == "features":
+        return feature_map(H, sample["W"], False)
+    if kind == "signal":
+        return feature_map(H, sample["W"], bias) @ sample["params"]["beta"]
+    raise ValueError(f"kernel must be one of {list(KERNELS)}; got {kind!r}")
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """Kernel principal components of a posterior-mean kernel: ``scores`` (``N x r``, the
+    embedded training rows; column ``k`` has squared norm ``eigenvalues[k]``), the centred
+    kernel's top ``eigenvalues`` and its trace ``total_variance``."""
+
+    scores: np.ndarray
+    eigenvalues: np.ndarray
+    total_variance: float
+
+    @property
+    def n_available(self) -> int:
+        return int(self.scores.shape[1])
+
+    def explained_share(self) -> np.ndarray:
+        """Cumulative share of the centred kernel's trace carried by the first 1, 2, ... components."""
+        if self.total_variance <= 0:
+            return np.ones(self.n_available)
+        return np.cumsum(self.eigenvalues) / self.total_variance
+
+    def default_dimension(self, share: float = VARIANCE_SHARE) -> int:
+        """Fewest components carrying `share` of the centred kernel's trace (all there are when
+        even they do not, at least 1 when any exists)."""
+        cum = self.explained_share()
+        if cum.size == 0:
+            return 0
+        return int(min(np.searchsorted(cum, share - 1e-12) + 1, cum.size))
+
+    def project(
+        self, new_blocks: Sequence[np.ndarray], train_blocks: Sequence[np.ndarray], n: int
+    ) -> np.ndarray:
+        """Coordinates of new rows, from their weighted blocks and the training rows' (same
+        samples, same order and weights as the fit): the centred cross-kernel times the
+        eigenvectors, over the eigenvalues. A training row given as a new row gets its own
+        score back."""
+        U = self.scores[:, :n] / self.eigenvalues[:n]
+        out = np.zeros((new_blocks[0].shape[0], n))
+        for new, train in zip(new_blocks, train_blocks, strict=True):
+            mean = train.mean(axis=0)
+            out += (new - mean) @ ((train - mean).T @ U)
+        return out
+
+
+def fit_embedding(
+    blocks: Sequence[np.ndarray],
+    n_components: int = MAX_COMPONENTS,
+    random_state: int = 0,
+    exact_max_rows: int = EXACT_MAX_ROWS,
+) -> Embedding:
+    """Kernel PCA of ``Kbar = sum_s B_s B_s^T`` with ``B_s`` the (already weighted) `blocks`.
+
+    Exact (an ``N x N`` symmetric eigenproblem) up to `exact_max_rows` rows; above, a
+    randomized solver whose only randomness is a Generator seeded with `random_state`, so the
+    embedding is a deterministic function of the samples.
+    """
+    if not blocks:
+        raise ValueError("no posterior sample with positive weight to embed")
+    N = blocks[0].shape[0]
+    centred = [b - b.mean(axis=0) for b in blocks]
+    total = float(sum(np.sum(c * c, dtype=np.float64) for c in centred))
+    width = sum(c.shape[1] for c in centred)
+    r = max(0, min(int(n_components), N - 1, width))
+    if r == 0 or total <= 0:
+        return Embedding(np.zeros((N, 0)), np.zeros(0), total)
+    if N <= exact_max_rows:
+        K = np.zeros((N, N))
+        for c in centred:
+            K += c @ c.T
+        vals, vecs = np.linalg.eigh(K)
+        vals, vecs = vals[::-1][:r], vecs[:, ::-1][:, :r]
+    else:
+        vals, vecs = _randomized_eigs(centred, r, np.random.default_rng(random_state))
+    # Directions with (numerically) no variance carry no coordinate worth reporting.
+    keep = vals > max(vals[0], 0.0) * 1e-10
+    vals, vecs = vals[keep], vecs[:, keep]
+    signs = np.sign(vecs[np.argmax(np.abs(vecs), axis=0), np.arange(vecs.shape[1])])
+    vecs = vecs * np.where(signs == 0, 1.0, signs)
+    return Embedding(vecs * np.sqrt(vals), vals, total)
+
+
+def _randomized_eigs(centred: Sequence[np.ndarray], r: int, rng: np.random.Generator):
+    """Top `r` eigenpairs of ``sum_s C_s C_s^T`` from products with the blocks ``C_s`` only."""
+    N = centred[0].shape[0]
+
+    def kernel_times(Q: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(Q)
+        for c in centred:
+            out += c @ (c.T @ Q)
+        return out
+
+    Q, _ = np.linalg.qr(kernel_times(rng.standard_normal((N, min(N, r + OVERSAMPLE)))))
+    for _ in range(POWER_ITERATIONS):
+        Q, _ = np.linalg.qr(kernel_times(Q))
+    small = Q.T @ kernel_times(Q)
+    vals, vecs = np.linalg.eigh((small + small.T) / 2)
+    order = np.argsort(vals)[::-1][:r]
+    return vals[order], Q @ vecs[:, order]
+
+
+def check_n_components(n_components, available: int) -> int:
+    """`n_components` as an int in ``[1, available]``, or a ValueError naming the problem."""
+    if isinstance(n_components, bool) or not isinstance(n_components, int | np.integer):
+        raise ValueError(f"n_components must be a positive integer; got {n_components!r}")
+    n = int(n_components)
+    if n < 1:
+        raise ValueError(f"n_components must be at least 1; got {n}")
+    if n > available:
+        raise ValueError(
+            f"n_components={n} is more than the {available} components this fit's posterior kernel "
+            f"has (at most its rank, the rows minus one and MAX_COMPONENTS={MAX_COMPONENTS})"
+        )
+    return n
