@@ -240,3 +240,40 @@ def test_table3_reads_the_accuracy_a_record_keeps_when_its_latent_file_is_gone(t
     reproduce("table3", out, progress=False, echo=lambda s: None, report_only=True, **kw)
     assert _rows(out)[("cancer", "rflvm")]["n_trials"] == "0"
     assert "cancer__rflvm__t0: not scored" in (out / "tables" / "table3.md").read_text()
+
+
+def test_table3_adds_posterior_embedding_rows_and_fixed_d_pca_from_the_records(tmp_path):
+    """Cells that kept their posterior embedding's accuracies (cells.py) get four rows per model
+    (own d, d = D, 2, 5), and PCA gets rows at 2 and 5 components beside its D row."""
+    out = tmp_path / "out"
+    Y, labels, _ = dataset_arrays("cancer", False, None, 60)
+    rng = np.random.default_rng(6)
+    seed = knn_seed("cancer", CFG.seed)
+    for t, base in ((0, 0.5), (1, 0.7)):
+        _cell(out, "cancer", "ibp-rflvm", t, rng.normal(size=(60, 3)), Y)
+        path = out / "cells" / f"cancer__ibp-rflvm__t{t}.json"
+        record = json.loads(path.read_text())
+        record["embedding_knn"] = {"seed": seed, "n_neighbors": 1, "n_folds": 5} | {
+            w: {"d": 2, "accuracy": base + 0.01 * i} for i, w in enumerate(("own", "matched", "2", "5"))
+        }
+        path.write_text(json.dumps(record))
+    _cell(out, "cancer", "rflvm", 0, rng.normal(size=(60, 3)), Y, D=3)  # no embedding kept: no rows
+    kw = {"trials": 2, "config": CFG, "datasets": "cancer", "n_jobs": 1}
+    reproduce("table3", out, progress=False, echo=lambda s: None, report_only=True, **kw)
+    rows = _rows(out)
+    emb = [f"emb:ibp-rflvm:{w}" for w in ("own", "matched", "2", "5")]
+    assert all(("cancer", k) in rows for k in emb) and ("cancer", "emb:rflvm:own") not in rows
+    for i, key in enumerate(emb):
+        assert float(rows[("cancer", key)]["mean"]) == pytest.approx(0.6 + 0.01 * i)
+        assert rows[("cancer", key)]["n_trials"] == "2"
+    from sklearn.decomposition import PCA
+
+    for d in (2, 5):
+        accs = []
+        for t in range(2):
+            Y_train = split_for(Y, "cancer", t, CFG.seed)[0]
+            filled = np.where(np.isnan(Y_train), np.nanmean(Y_train, axis=0), Y_train)
+            accs.append(knn_accuracy(PCA(d).fit_transform(filled), labels, random_state=seed))
+        assert float(rows[("cancer", f"pca@{d}")]["mean"]) == pytest.approx(np.mean(accs))
+    md = (out / "tables" / "table3.md").read_text()
+    assert "| IBP-RFLVM, posterior embedding (d = 5) |" in md and "| PCA (d = 2) |" in md

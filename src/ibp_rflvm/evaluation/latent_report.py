@@ -116,10 +116,21 @@ class _Scorer:
             self.problems.append(f"{rec['cell']}: not scored ({exc})")
             return None
 
-    def pca(self, ibp: dict[str, Any]) -> float | None:
-        """PCA at the D the finite models of `ibp`'s trial got, on `ibp`'s training matrix."""
+    def embedding(self, rec: dict[str, Any], which: str) -> float | None:
+        """The cell's posterior-embedding accuracy at `which` (``own``, ``matched``, ``2``, ``5``),
+        as the cell recorded it; None for a cell computed before records kept it."""
+        kept = rec.get("embedding_knn")
+        seed = knn_seed(rec["dataset"], rec["settings"]["base_seed"])
+        settings = (seed, KNN_NEIGHBOURS, KNN_FOLDS)
+        if not kept or (kept["seed"], kept["n_neighbors"], kept["n_folds"]) != settings:
+            return None
+        return float(kept[which]["accuracy"])
+
+    def pca(self, ibp: dict[str, Any], dims: int | None = None) -> float | None:
+        """PCA at `dims` (default: the D the finite models of `ibp`'s trial got), on `ibp`'s
+        training matrix."""
         d, s = ibp["dataset"], ibp["settings"]
-        dims = max(1, int(ibp["k_plus_final"]))
+        dims = max(1, int(ibp["k_plus_final"])) if dims is None else int(dims)
         try:
             Y, labels = self._data(ibp)
             key = (d, ibp["trial"], s["base_seed"], s["max_rows"], s.get("sqrt"))
@@ -138,9 +149,20 @@ def _pca_key(ibp: str) -> str:
     return f"pca({ibp})"
 
 
+#: The posterior embedding's rows of Table 3: which record entry, and how the row says it.
+EMBEDDING_ROWS = {"own": "own d", "matched": "d = D", "2": "d = 2", "5": "d = 5"}
+#: Fixed dimensions of the PCA reference rows beside the embedding's.
+PCA_FIXED = (2, 5)
+
+
 def _row_name(key: str) -> str:
     if key.startswith("pca("):
         return f"PCA (D of {METHODS[key[4:-1]].name})"
+    if key.startswith("pca@"):
+        return f"PCA (d = {key[4:]})"
+    if key.startswith("emb:"):
+        _, method, which = key.split(":")
+        return f"{METHODS[method].name}, posterior embedding ({EMBEDDING_ROWS[which]})"
     return METHODS[key].name
 
 
@@ -162,7 +184,16 @@ def latent_entries(
         pcas = [p for p in block.pca_from if p in methods]
         if not ds or not (ms or pcas):
             continue
-        rows = ms + [_pca_key(p) for p in pcas]
+        # Embedding rows only for models with a record that kept them (older cells did not).
+        embedded = [
+            m
+            for m in ms
+            if METHODS[m].family == "rflvm"
+            and any(r.get("embedding_knn") for r in records if r["method"] == m and r["dataset"] in ds)
+        ]
+        emb_keys = [f"emb:{m}:{w}" for m in embedded for w in EMBEDDING_ROWS]
+        pca_fixed = [f"pca@{k}" for k in PCA_FIXED] if pcas and embedded else []
+        rows = ms + emb_keys + [_pca_key(p) for p in pcas] + pca_fixed
         entries: dict[str, dict[str, Entry]] = {}
         for d in ds:
             mine = sorted(
@@ -170,9 +201,16 @@ def latent_entries(
                 key=lambda r: (r["method"], r["trial"]),
             )
             col = {m: _summarise([scorer.method(r) for r in mine if r["method"] == m]) for m in ms}
+            for key in emb_keys:
+                _, m, which = key.split(":")
+                col[key] = _summarise([scorer.embedding(r, which) for r in mine if r["method"] == m])
             _mark_best(col, higher=True)
             for p in pcas:
                 col[_pca_key(p)] = _summarise([scorer.pca(r) for r in mine if r["method"] == p])
+            for key in pca_fixed:
+                # The same training matrix whichever IBP cell of the trial provides it.
+                first = [r for r in mine if r["method"] == pcas[0]]
+                col[key] = _summarise([scorer.pca(r, int(key[4:])) for r in first])
             entries[d] = col
         blocks.append((block.source, ds, rows, entries))
     return blocks, scorer.problems
@@ -189,9 +227,16 @@ def _notes(trials: int, datasets: Sequence[str], cfg: RunConfig) -> list[str]:
         "Latent used: the stored latent matrix of each cell, the final MCMC sample for the RFLVMs and "
         "IBP-LFM, the posterior mean for GPLVM, PFA and LDA. Constant (unused) columns are dropped; a "
         "latent space with no column left predicts the majority label of the training folds.",
+        "Posterior embedding (RFLVMs): kernel principal components of the posterior-mean kernel of each "
+        "kept sample's noise-free predictor Phi_s beta_s (docs/embedding.md), which no relabelling, sign "
+        "flip, rotation or split of the latent dimensions changes; at the fit's own d (the fewest "
+        "components carrying 90% of the centred kernel's trace), at d = D (the PCA row's D: the IBP "
+        "model's final K+, the dense model's own D), and at 2 and 5 (all the kernel has when fewer). "
+        "'-' marks cells computed before the records kept it.",
         "PCA (D of X): principal component scores of the same training matrix as X's cell in the same "
         "trial (held-out and missing entries filled with their column's observed mean; counts as log1p), "
-        "with D = max(1, final K+ of X), the D of X's finite counterparts.",
+        "with D = max(1, final K+ of X), the D of X's finite counterparts; PCA (d = 2) and (d = 5) "
+        "likewise at 2 and 5 components.",
     ]
     chance = []
     for d in datasets:
