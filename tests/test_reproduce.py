@@ -161,6 +161,14 @@ def test_figure_png_from_trial_zero_latents(e2e):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size > 5000
     assert not (e2e / "figures" / "fig2_congress_latent.png").exists()
+    # The RFLVM cells of the figure's trial keep the 2-D posterior embedding it draws; other
+    # trials and data sets no figure shows keep none.
+    records = {r["cell"]: r for r in load_records(e2e)}
+    for cell in ("cancer__ibp-rflvm__t0", "cancer__rflvm__t0"):
+        coords = np.asarray(records[cell]["embedding_2d"])
+        assert coords.shape == (records[cell]["shape"][0], 2) and np.isfinite(coords).all()
+    assert records["cancer__ibp-rflvm__t1"]["embedding_2d"] is None
+    assert records["cambridge__ibp-rflvm__t0"]["embedding_2d"] is None
 
 
 def test_figures_follow_the_data_sets_chosen_and_skip_missing_latent_files(e2e, tmp_path):

@@ -28,17 +28,26 @@ def latent_heatmaps(
     path: str | Path,
     label_names: Sequence[str] | None = None,
     suptitle: str | None = None,
+    embeddings: Sequence[np.ndarray | None] | None = None,
 ) -> Path:
     """One heat map per latent matrix (rows = observations sorted by label, columns = dimensions).
 
     A horizontal line marks each change of label, so class structure in the latent space is
-    visible at a glance. Zeros (the IBP's inactive entries) show as the neutral colour.
+    visible at a glance. Zeros (the IBP's inactive entries) show as the neutral colour. With
+    `embeddings` (one ``N x 2`` array or None per panel), a second row shows each model's 2-D
+    posterior embedding as a scatter coloured by label (empty where None).
     """
     labels = np.asarray(labels)
     order = np.argsort(labels, kind="stable")
     sorted_labels = labels[order]
     boundaries = np.flatnonzero(np.diff(sorted_labels)) + 0.5
-    fig, axes = plt.subplots(1, len(latents), figsize=(2.2 * len(latents) + 1.0, 5.0), squeeze=False)
+    scatter = embeddings is not None and any(e is not None for e in embeddings)
+    n_rows = 2 if scatter else 1
+    fig, axes = plt.subplots(
+        n_rows, len(latents), figsize=(2.2 * len(latents) + 1.0, 5.0 * n_rows), squeeze=False
+    )
+    if scatter:
+        _embedding_row(axes[1], embeddings, labels, label_names)
     for ax, H, title in zip(axes[0], latents, titles, strict=True):
         H = np.asarray(H)[order]
         lim = float(np.nanmax(np.abs(H))) if H.size else 1.0
@@ -64,6 +73,26 @@ def latent_heatmaps(
     if suptitle:
         fig.suptitle(suptitle)
     return _save(fig, path)
+
+
+def _embedding_row(axes, embeddings, labels: np.ndarray, label_names) -> None:
+    values = np.unique(labels)
+    colours = plt.get_cmap("tab10" if values.size <= 10 else "tab20")
+    for ax, E in zip(axes, embeddings, strict=True):
+        if E is None:
+            ax.axis("off")
+            continue
+        E = np.asarray(E)
+        for i, v in enumerate(values):
+            pick = labels == v
+            name = label_names[int(v)] if label_names is not None and int(v) < len(label_names) else str(v)
+            ax.scatter(E[pick, 0], E[pick, 1], s=4, color=colours(i % colours.N), label=name)
+        ax.set_title("posterior embedding (2-D)", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    first = next((ax for ax, E in zip(axes, embeddings, strict=True) if E is not None), None)
+    if first is not None:
+        first.legend(fontsize=6, markerscale=2, loc="best")
 
 
 def trace_plot(

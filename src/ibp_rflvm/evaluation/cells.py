@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .experiments import (
+    FIGURES,
     HOLDOUT_FRACTION,
     LATENT_DATASETS,
     METHODS,
@@ -233,6 +234,8 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         # Table 3's scores of the posterior embedding at its own d, at the D of the PCA row and
         # of the finite models, at 2 and at 5 (latent_report.py).
         "embedding_knn": embedding_knn,
+        # The figures' 2-D posterior embedding (trial 0 of the figures' data sets only).
+        "embedding_2d": _embedding_2d(cell, est) if method.family == "rflvm" else None,
         "resumed_from_sweep": resumed_from,
         # The commit that ran the sweeps before the resume (see "versions" for the rest).
         "resumed_from_commit": began_at,
@@ -288,6 +291,18 @@ def _embedding_knn_record(
             coords = est.embedding(used) if available else np.zeros((len(labels), 1))
             out[name] = {"d": used, "accuracy": knn_accuracy(coords, np.asarray(labels), random_state=seed)}
     return out
+
+
+def _embedding_2d(cell: Cell, est: Any) -> list[list[float]] | None:
+    """The fit's 2-D posterior embedding for Figures 1-2 (trial 0 of their data sets), rounded
+    to 6 significant digits to keep the record small; None elsewhere."""
+    if cell.trial != 0 or cell.dataset not in {f.dataset for f in FIGURES.values()}:
+        return None
+    available = est._embedding().n_available
+    coords = np.zeros((est.n_samples_fit_, 2))
+    if available:
+        coords[:, : min(2, available)] = est.embedding(min(2, available))
+    return [[float(f"{v:.6g}") for v in row] for row in coords]
 
 
 def _final_effective(est: Any) -> int:

@@ -438,13 +438,15 @@ def write_figure(
     problems: list[str] | None = None,
 ) -> Path | None:
     """Heat maps of trial 0's latent matrices (rows sorted by label), like the paper's Figure
-    1 (cancer) or 2 (congress); panels whose cell or latent file is missing are left out (the
+    1 (cancer) or 2 (congress), the final sample's exact zeros visible, and below them the
+    RFLVMs' 2-D posterior embeddings kept in their records (cells computed before records kept
+    it show none); panels whose cell or latent file is missing are left out (the
     latter named in `problems`: a folder may keep the cell records without their matrices).
     None if no panel is left."""
     from ..plots import latent_heatmaps
 
     fdef = FIGURES[figure]
-    latents, titles = [], []
+    latents, titles, embeddings = [], [], []
     for m in fdef.methods:
         if methods is not None and m not in methods:
             continue
@@ -460,6 +462,8 @@ def write_figure(
             continue
         dims = f"K+={rec['k_plus_final']}" if rec["D"] is None else f"D={rec['D']}"
         titles.append(f"{METHODS[m].name} ({dims})")
+        kept = rec.get("embedding_2d")
+        embeddings.append(None if kept is None else np.asarray(kept, dtype=np.float64))
     if not latents:
         return None
     _, labels, label_names = dataset_arrays(fdef.dataset, cfg.sqrt, cfg.data_home, cfg.max_rows)
@@ -471,7 +475,8 @@ def write_figure(
         Path(out) / "figures" / f"{figure}_{fdef.dataset}_latent.png",
         label_names=label_names,
         suptitle=f"Figure {number}: latent space of {DATASET_TITLES[fdef.dataset]} "
-        "(trial 0, rows sorted by label)",
+        "(trial 0, rows sorted by label; below: the RFLVMs' 2-D posterior embeddings)",
+        embeddings=embeddings,
     )
 
 
