@@ -113,3 +113,17 @@ def test_unknown_kernel_is_refused():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="kernel must be one of"):
         sample_block(_sample(rng), False, "latent")
+
+
+def test_row_centring_ignores_an_offset_the_likelihood_cannot_see():
+    # A multinomial's softmax ignores a constant added to a row's predictors: with rows centred,
+    # a sample whose predictors differ only by such offsets gives the same embedding.
+    rng = np.random.default_rng(4)
+    smp = _sample(rng)
+    shifted = {**smp, "params": {"beta": smp["params"]["beta"].copy()}}
+    # Feature 0's weights moved alike in every column: row i's predictors all move by 3 Phi_i0.
+    shifted["params"]["beta"][0] += 3.0
+    plain = [sample_block(s, True, "signal") for s in (smp, shifted)]
+    assert not np.allclose(fit_embedding(plain[:1]).scores, fit_embedding(plain[1:]).scores)
+    centred = [fit_embedding([sample_block(s, True, "signal", centre_rows=True)]) for s in (smp, shifted)]
+    np.testing.assert_allclose(centred[0].scores, centred[1].scores, atol=1e-10)

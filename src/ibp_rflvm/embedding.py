@@ -52,17 +52,22 @@ POWER_ITERATIONS = 6
 VARIANCE_SHARE = 0.9
 
 
-def sample_block(sample: dict, bias: bool, kind: str, rows: np.ndarray | None = None) -> np.ndarray:
+def sample_block(
+    sample: dict, bias: bool, kind: str, rows: np.ndarray | None = None, centre_rows: bool = False
+) -> np.ndarray:
     """One kept sample's block for `rows` (all rows by default), unweighted.
 
     The bias feature is constant over rows, so centring removes it from ``"features"``; it stays
     in ``"signal"``, where it shifts every row's predictor alike and is removed the same way.
+    `centre_rows` subtracts each row's mean predictor, for likelihoods that ignore it (the
+    multinomial's softmax), so that an unidentified offset does not count as a difference.
     """
     H = sample["H"] if rows is None else sample["H"][rows]
     if kind == "features":
         return feature_map(H, sample["W"], False)
     if kind == "signal":
-        return feature_map(H, sample["W"], bias) @ sample["params"]["beta"]
+        block = feature_map(H, sample["W"], bias) @ sample["params"]["beta"]
+        return block - block.mean(axis=1, keepdims=True) if centre_rows else block
     raise ValueError(f"kernel must be one of {list(KERNELS)}; got {kind!r}")
 
 

@@ -47,13 +47,14 @@ class PosteriorEmbeddingMixin:
             chains.extend([c] * draws.size)
         return samples, np.asarray(weights), np.asarray(chains)
 
+    def _block(self, sample: dict) -> np.ndarray:
+        """One sample's unweighted kernel block (rows centred for a row-shift-invariant model)."""
+        centre = self.spec_.likelihood.row_shift_invariant
+        return sample_block(sample, self.spec_.bias, EMBEDDING_KERNEL, centre_rows=centre)
+
     def _training_blocks(self) -> list[np.ndarray]:
         samples, weights, _ = self._embedding_samples()
-        bias = self.spec_.bias
-        return [
-            np.sqrt(w) * sample_block(s, bias, EMBEDDING_KERNEL)
-            for s, w in zip(samples, weights, strict=True)
-        ]
+        return [np.sqrt(w) * self._block(s) for s, w in zip(samples, weights, strict=True)]
 
     def _embedding(self) -> Embedding:
         self._check_fitted()
@@ -126,7 +127,6 @@ class PosteriorEmbeddingMixin:
         rng = check_random_state(0 if random_state is None else random_state)
         samples, weights, chains = self._embedding_samples()
         chosen = _spread(chains, int(n_draws))
-        bias = self.spec_.bias
         new_blocks, train_blocks = [], []
         with threadpool_limits(limits=1, user_api="blas"):
             for i, scale in chosen:
@@ -138,14 +138,14 @@ class PosteriorEmbeddingMixin:
                     prep,
                     smp,
                     self.spec_.ibp,
-                    bias,
+                    self.spec_.bias,
                     n_sweeps,
                     burn_in,
-                    block=lambda H, smp=smp: sample_block({**smp, "H": H}, bias, EMBEDDING_KERNEL),
+                    block=lambda H, smp=smp: self._block({**smp, "H": H}),
                 )
                 w = np.sqrt(weights[i] * scale)
                 new_blocks.append(w * block)
-                train_blocks.append(w * sample_block(smp, bias, EMBEDDING_KERNEL))
+                train_blocks.append(w * self._block(smp))
             return emb.project(new_blocks, train_blocks, n)
 
 

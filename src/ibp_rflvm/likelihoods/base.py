@@ -47,6 +47,9 @@ class Likelihood(ABC):
     default_bias: bool = True
     #: "real" or "counts": what kind of data the model is for (reports and metrics).
     kind: str = "counts"
+    #: True when adding a constant to a row's linear predictors changes nothing (the softmax of
+    #: the multinomial): summaries built from the predictors then centre each row first.
+    row_shift_invariant: bool = False
 
     @abstractmethod
     def validate(self, Y: np.ndarray) -> None:

@@ -153,6 +153,7 @@ class MultinomialLikelihood(Likelihood):
     name = "multinomial"
     default_bias = True
     kind = "counts"
+    row_shift_invariant = True
 
     def __init__(self, prior_scale: float = 1.0):
         self.prior_scale = _positive(prior_scale, "prior_scale")
