@@ -34,7 +34,9 @@ def test_fit_round_trip_on_csv_with_header_and_missing_cells(tmp_path, data, cap
     code = main(["fit", str(path), "--n-iter", "6", "--n-frequencies", "6", "--n-chains", "2",
                  "--out", str(out), "--quiet"])  # fmt: skip
     assert code == 0
-    for name in ("samples.nc", "summary.csv", "latent.csv", "latent_space.png", "k_plus_trace.png"):
+    files = ("samples.nc", "summary.csv", "latent.csv", "embedding.csv", "latent_space.png")
+    files += ("k_plus_trace.png",)
+    for name in files:
         assert (out / name).stat().st_size > 0, name
     idata = az.from_netcdf(out / "samples.nc")
     assert idata.posterior.sizes["chain"] == 2

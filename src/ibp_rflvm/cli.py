@@ -116,6 +116,7 @@ def _fit(args: argparse.Namespace) -> int:
         table = model.summary()
     table.to_csv(out / "summary.csv")
     np.savetxt(out / "latent.csv", model.latent_, delimiter=",")
+    np.savetxt(out / "embedding.csv", model.embedding_, delimiter=",")
     labels = np.zeros(Y.shape[0], dtype=int)
     latent_heatmaps([model.latent_], [f"{type(model).__name__} ({args.likelihood})"], labels,
                     out / "latent_space.png", suptitle=str(args.data))  # fmt: skip
@@ -124,7 +125,8 @@ def _fit(args: argparse.Namespace) -> int:
     print(f"{args.n_iter} sweeps x {args.n_chains} chain(s) in {elapsed:.1f} s; "
           f"final K+ = {model.n_active_[-1]}")  # fmt: skip
     print(table[["mean", "sd", "ess_bulk", "ess_tail", "r_hat"]].head(6).to_string())
-    print(f"wrote samples.nc, summary.csv, latent.csv, latent_space.png, k_plus_trace.png in {out}")
+    files = "samples.nc, summary.csv, latent.csv, embedding.csv, latent_space.png, k_plus_trace.png"
+    print(f"wrote {files} in {out}")
     return 0
 
 

@@ -380,6 +380,7 @@ class GaussianLikelihood:
     collapsed = True
     default_bias = False
     kind = "real"
+    row_shift_invariant = False
 
     def __init__(self, a0: float = 1.0, b0: float = 1.0):
         self.prior = GaussianPrior(float(a0), float(b0))
