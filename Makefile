@@ -11,7 +11,7 @@ DATA_ENV := $(if $(wildcard $(SHARED_DATA)),IBP_RFLVM_DATA=$(SHARED_DATA),)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,baselines,dask,anndata]"
+	$(BIN)/pip install --quiet -e ".[dev,baselines,dask,anndata,single-cell]"
 	touch $(STAMP)
 
 venv: $(STAMP)

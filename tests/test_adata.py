@@ -1,4 +1,5 @@
-"""The AnnData tool function: documented keys, inputs left untouched, clear errors."""
+"""The AnnData tool function: documented keys, inputs left untouched, clear errors, and a
+neighbour graph that scanpy's UMAP and Leiden run on directly."""
 
 import numpy as np
 import pytest
@@ -8,14 +9,17 @@ anndata = pytest.importorskip("anndata")
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
 from ibp_rflvm.adata import ibp_rflvm  # noqa: E402
+from ibp_rflvm.neighbors import N_NEIGHBORS, knn  # noqa: E402
 
 FAST = {"n_iter": 4, "n_frequencies": 6, "random_state": 0}
+#: Enough cells for a 15-neighbour graph that UMAP and Leiden can do something with.
+N_CELLS = 48
 
 
 @pytest.fixture
 def adata():
     rng = np.random.default_rng(0)
-    counts = rng.negative_binomial(2, 0.5, size=(30, 10)).astype(np.float32)
+    counts = rng.negative_binomial(2, 0.5, size=(N_CELLS, 10)).astype(np.float32)
     counts[rng.random(counts.shape) < 0.5] = 0
     X = sp.csr_matrix(counts)
     ad = anndata.AnnData(X=X, layers={"counts": X.copy()})
@@ -33,11 +37,14 @@ def test_round_trip_writes_the_documented_keys_and_leaves_x_untouched(adata):
     assert adata.X is X_object
     assert (adata.X != X_before).nnz == 0 and sp.issparse(adata.X)
 
-    latent = adata.obsm["X_ibp_rflvm"]
+    embedding = adata.obsm["X_ibp_rflvm"]
+    sample = adata.obsm["X_ibp_rflvm_sample"]
     info = adata.uns["ibp_rflvm"]
-    assert latent.shape[0] == adata.n_obs and latent.shape[1] == info["k_plus"][-1]
+    assert sample.shape[0] == adata.n_obs and sample.shape[1] == info["k_plus"][-1]
+    assert embedding.shape == (adata.n_obs, info["embedding_dims"]) and info["embedding_dims"] >= 1
     assert info["k_plus"].shape == (FAST["n_iter"],) and info["log_likelihood"].shape == (FAST["n_iter"],)
-    np.testing.assert_array_equal(info["dimension_usage"], np.count_nonzero(latent, axis=0) / adata.n_obs)
+    # The usage is that of the final sample's sparse columns (the embedding has no exact zeros).
+    np.testing.assert_array_equal(info["dimension_usage"], np.count_nonzero(sample, axis=0) / adata.n_obs)
     assert info["params"]["layer"] == "counts" and info["params"]["mask_var"] == "highly_variable"
     assert info["params"]["n_vars_used"] == subset.sum()
 
@@ -46,14 +53,48 @@ def test_round_trip_writes_the_documented_keys_and_leaves_x_untouched(adata):
 
     # The same fit as the estimator on the subset of the layer, bit for bit.
     direct = IBPRFLVM("negbinom", **FAST).fit(adata.layers["counts"][:, subset])
-    np.testing.assert_array_equal(latent, direct.latent_)
+    np.testing.assert_array_equal(embedding, direct.embedding_)
+    np.testing.assert_array_equal(sample, direct.latent_)
+    assert info["embedding_dims"] == direct.embedding_dims_
+    np.testing.assert_array_equal(info["chain_weights"], direct.chain_weights_)
+
+
+def test_the_graph_is_the_posterior_embeddings_knn_in_scanpys_layout(adata):
+    model = IBPRFLVM("negbinom", **FAST)
+    ibp_rflvm(adata, model=model, n_neighbors=8)
+    uns = adata.uns["ibp_rflvm_neighbors"]
+    assert uns["connectivities_key"] == "ibp_rflvm_neighbors_connectivities"
+    assert uns["distances_key"] == "ibp_rflvm_neighbors_distances"
+    assert uns["params"]["n_neighbors"] == 8 and uns["params"]["method"] == "umap"
+    assert uns["params"]["use_rep"] == "X_ibp_rflvm"
+    D = adata.obsp["ibp_rflvm_neighbors_distances"]
+    C = adata.obsp["ibp_rflvm_neighbors_connectivities"]
+    assert D.shape == C.shape == (adata.n_obs, adata.n_obs)
+    np.testing.assert_array_equal(D.getnnz(axis=1), 7)  # self left out, as scanpy stores it
+    assert abs(C - C.T).max() == 0 and np.all(C.data > 0) and np.all(C.data <= 1)
+    # Neighbours by the distance in all of the embedding's components, not only embedding_'s.
+    idx, dist = knn(model._embedding().scores, 8)
+    rows = np.repeat(np.arange(adata.n_obs), 7)
+    np.testing.assert_array_equal(np.asarray(D[rows, idx[:, 1:].ravel()]).ravel(), dist[:, 1:].ravel())
+
+
+def test_the_default_graph_has_scanpys_default_size(adata):
+    ibp_rflvm(adata, **FAST)
+    assert adata.uns["ibp_rflvm_neighbors"]["params"]["n_neighbors"] == N_NEIGHBORS == 15
+    np.testing.assert_array_equal(adata.obsp["ibp_rflvm_neighbors_distances"].getnnz(axis=1), 14)
 
 
 def test_copy_and_key_added(adata):
     out = ibp_rflvm(adata, key_added="ibp", copy=True, **FAST)
     assert out is not adata
-    assert "ibp" in out.obsm and "ibp" in out.uns and "ibp_dispersion" in out.var
-    assert "ibp" not in adata.obsm and "ibp" not in adata.uns and "ibp_dispersion" not in adata.var
+    assert "ibp" in out.obsm and "ibp_sample" in out.obsm
+    assert "ibp" in out.uns and "ibp_neighbors" in out.uns and "ibp_dispersion" in out.var
+    assert {"ibp_neighbors_distances", "ibp_neighbors_connectivities"} <= set(out.obsp.keys())
+    assert out.uns["ibp_neighbors"]["connectivities_key"] == "ibp_neighbors_connectivities"
+    assert out.uns["ibp_neighbors"]["params"]["use_rep"] == "ibp"
+    assert "X_ibp_rflvm" not in out.obsm and "ibp_rflvm_neighbors" not in out.uns
+    assert not set(adata.obsm.keys()) and not set(adata.obsp.keys()) and not set(adata.uns.keys())
+    assert "ibp_dispersion" not in adata.var
 
 
 def test_a_view_is_read_as_its_sparse_counts(adata):
@@ -62,13 +103,15 @@ def test_a_view_is_read_as_its_sparse_counts(adata):
     assert view.is_view
     out = ibp_rflvm(view, copy=True, **FAST)
     direct = IBPRFLVM("negbinom", **FAST).fit(adata.X[:25])
-    np.testing.assert_array_equal(out.obsm["X_ibp_rflvm"], direct.latent_)
+    np.testing.assert_array_equal(out.obsm["X_ibp_rflvm"], direct.embedding_)
+    np.testing.assert_array_equal(out.obsm["X_ibp_rflvm_sample"], direct.latent_)
 
 
 def test_a_given_model_is_fitted_in_place(adata):
     model = IBPRFLVM("negbinom", **FAST)
     ibp_rflvm(adata, model=model)
-    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm"], model.latent_)
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm"], model.embedding_)
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_sample"], model.latent_)
     assert model.transform(adata.X[:3]).shape[0] == 3
 
 
@@ -83,8 +126,15 @@ def test_results_can_be_saved_as_h5ad(adata, tmp_path):
     else:
         adata.write_h5ad(path)
     back = anndata.read_h5ad(path)
-    np.testing.assert_array_equal(back.obsm["X_ibp_rflvm"], adata.obsm["X_ibp_rflvm"])
+    for key in ("X_ibp_rflvm", "X_ibp_rflvm_sample"):
+        np.testing.assert_array_equal(back.obsm[key], adata.obsm[key])
+    for key in ("ibp_rflvm_neighbors_distances", "ibp_rflvm_neighbors_connectivities"):
+        assert (back.obsp[key] != adata.obsp[key]).nnz == 0
+    assert back.uns["ibp_rflvm_neighbors"]["params"]["n_neighbors"] == N_NEIGHBORS
     np.testing.assert_array_equal(back.uns["ibp_rflvm"]["k_plus"], adata.uns["ibp_rflvm"]["k_plus"])
+    np.testing.assert_array_equal(
+        back.uns["ibp_rflvm"]["chain_weights"], adata.uns["ibp_rflvm"]["chain_weights"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -102,6 +152,14 @@ def test_bad_arguments_get_a_clear_error(adata, kwargs, message):
         ibp_rflvm(adata, **kwargs)
 
 
+@pytest.mark.parametrize("n_neighbors", [1, 0, 2.5, True, "15"])
+def test_a_bad_n_neighbors_is_refused_before_fitting(adata, n_neighbors):
+    model = IBPRFLVM("negbinom", **FAST)
+    with pytest.raises(ValueError, match="n_neighbors"):
+        ibp_rflvm(adata, model=model, n_neighbors=n_neighbors)
+    assert not hasattr(model, "latent_") and not set(adata.obsm.keys())
+
+
 def test_negative_counts_in_a_layer_are_refused(adata):
     adata.layers["bad"] = adata.X.copy()
     adata.layers["bad"].data[0] = -1
@@ -115,6 +173,27 @@ def test_scanpy_plots_the_embedding(adata, tmp_path):
 
     matplotlib.use("Agg")
     ibp_rflvm(adata, **FAST)
+    sc.pl.embedding(adata, basis="ibp_rflvm_sample", show=False)
     if adata.obsm["X_ibp_rflvm"].shape[1] < 2:
-        pytest.skip("one active dimension: nothing to plot in 2-D")
+        pytest.skip("a one-component embedding: nothing more to plot in 2-D")
     sc.pl.embedding(adata, basis="ibp_rflvm", show=False)
+
+
+def test_scanpys_umap_and_leiden_run_on_the_written_graph(adata):
+    sc = pytest.importorskip("scanpy")
+    pytest.importorskip("umap")
+    pytest.importorskip("igraph")
+    ibp_rflvm(adata, **FAST)
+    assert "neighbors" not in adata.uns  # nothing for scanpy to fall back on
+    sc.tl.umap(adata, neighbors_key="ibp_rflvm_neighbors", random_state=0)
+    assert adata.obsm["X_umap"].shape == (adata.n_obs, 2)
+    assert np.all(np.isfinite(adata.obsm["X_umap"]))
+    # The igraph flavour with its recommended settings (leidenalg's default warns in scanpy 1.11).
+    sc.tl.leiden(
+        adata, neighbors_key="ibp_rflvm_neighbors", flavor="igraph", n_iterations=2, directed=False,
+        random_state=0,
+    )  # fmt: skip
+    labels = adata.obs["leiden"]
+    assert labels.notna().all() and len(labels) == adata.n_obs
+    assert 1 <= labels.nunique() < adata.n_obs
+    assert adata.uns["leiden"]["params"]["n_iterations"] == 2

@@ -174,7 +174,14 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             from joblib import Parallel, delayed
 
             n_jobs = self.n_jobs if self.n_jobs is not None else min(len(jobs), os.cpu_count() or 1)
-            results = Parallel(n_jobs=n_jobs)(delayed(_run_one)(*job, verbose=False) for job in jobs)
+            # Chains from more dimensions cost more per sweep: dispatched first, they leave the
+            # cheaper ones to fill the workers at the end instead of one long chain running
+            # alone (4 chains on 2 workers). Each chain's result does not depend on the order.
+            order = sorted(range(len(jobs)), key=lambda c: -starts[c])
+            done = Parallel(n_jobs=n_jobs)(delayed(_run_one)(*jobs[c], verbose=False) for c in order)
+            results = [None] * len(jobs)
+            for c, res in zip(order, done, strict=True):
+                results[c] = res
         if ladder is not None:
             self.swap_rates_ = np.array([res[1].rates for res in results])
             results = [res[0] for res in results]

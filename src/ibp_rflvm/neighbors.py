@@ -32,11 +32,12 @@ def knn(coords: np.ndarray, n_neighbors: int = N_NEIGHBORS) -> tuple[np.ndarray,
     if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int | np.integer) or n_neighbors < 2:
         raise ValueError(f"n_neighbors must be an integer of at least 2 (self included); got {n_neighbors!r}")
     k = min(int(n_neighbors), coords.shape[0])
-    dist, idx = NearestNeighbors(n_neighbors=k).fit(coords).kneighbors(coords)
-    # A duplicate row can come before the row itself; put each row first in its own list.
+    # Querying the fitted rows themselves (no argument) leaves each row out of its own list by
+    # index; querying with `coords` would not, and a row with k or more duplicates could then
+    # miss its own list altogether. Each row is put back first, at distance zero.
+    dist, idx = NearestNeighbors(n_neighbors=k - 1).fit(coords).kneighbors()
     own = np.arange(coords.shape[0])[:, None]
-    order = np.argsort(idx != own, axis=1, kind="stable")
-    return np.take_along_axis(idx, order, 1), np.take_along_axis(dist, order, 1)
+    return np.hstack([own, idx]), np.hstack([np.zeros_like(own, dtype=np.float64), dist])
 
 
 def memberships(dist: np.ndarray) -> np.ndarray:
