@@ -150,3 +150,18 @@ def test_bad_numbers_of_components_get_a_clear_error(stacked, bad):
 def test_unknown_combine_is_refused(data):
     with pytest.raises(ValueError, match="combine must be one of"):
         IBPRFLVM(combine="average", **FAST).fit(data[0])
+
+
+def test_large_data_scores_whole_rows_about_max_entries():
+    rng = np.random.default_rng(0)
+    observed = rng.random((500, 40)) < 0.8
+    rows, cols = scored_entries(observed, max_entries=2_000)
+    assert np.all(observed[rows, cols])
+    chosen = np.unique(rows)
+    # Whole rows: every observed entry of a chosen row is scored, and no other entry.
+    assert rows.size == observed[chosen].sum()
+    assert 2_000 - 40 < rows.size <= 2_000 + 40
+    again = scored_entries(observed, max_entries=2_000)
+    np.testing.assert_array_equal(again[0], rows)  # a fixed subset
+    all_rows, _ = scored_entries(observed, max_entries=10**6)
+    assert all_rows.size == observed.sum()

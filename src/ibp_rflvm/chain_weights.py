@@ -11,9 +11,11 @@ entry, and the weights maximise ``sum_ij log sum_k w_k p_k(y_ij | y_-ij)``. A ro
 position depends on all its entries, so leaving one entry out moves the posterior little and the
 importance ratios stay usable; leaving out whole rows would not (SPEC section 2.3).
 
-On large data a uniform random subset of at most ``max_entries`` observed entries is used (a
-fixed seed, so the weights are a deterministic function of the fit): the objective is a sum over
-entries, so a subset estimates it without bias, with the standard error reported per chain.
+On large data the observed entries of a random subset of rows, about ``max_entries`` of them,
+are scored (a fixed seed, so the weights are a deterministic function of the fit): the objective
+is a sum over entries, so the subset estimates it without bias, with the standard error reported
+per chain. Whole rows keep the cost proportional to the entries scored, since a sample's
+predictors are then needed for those rows only.
 """
 
 from __future__ import annotations
@@ -54,12 +56,21 @@ class ChainWeights:
 
 
 def scored_entries(observed: np.ndarray, max_entries: int = MAX_ENTRIES) -> tuple[np.ndarray, np.ndarray]:
-    """Row and column indices of the observed entries to score (all, or a fixed random subset)."""
+    """Row and column indices of the observed entries to score: all of them, or all those of a
+    fixed random subset of rows holding about `max_entries` (whole rows, so that each sample's
+    predictors are computed for those rows only: the cost is that of the entries scored, not of
+    the ``N x J`` matrix)."""
     rows, cols = np.nonzero(observed)
-    if rows.size > max_entries:
-        pick = np.sort(np.random.default_rng(SUBSET_SEED).choice(rows.size, max_entries, replace=False))
-        rows, cols = rows[pick], cols[pick]
-    return rows, cols
+    if rows.size <= max_entries:
+        return rows, cols
+    per_row = observed.sum(axis=1)
+    order = np.random.default_rng(SUBSET_SEED).permutation(observed.shape[0])
+    # The first rows of the permutation whose entries reach max_entries (at least one row).
+    n_rows = max(1, int(np.searchsorted(np.cumsum(per_row[order]), max_entries)))
+    keep = np.zeros(observed.shape[0], dtype=bool)
+    keep[order[:n_rows]] = True
+    pick = keep[rows]
+    return rows[pick], cols[pick]
 
 
 def pointwise_loglik(samples: Sequence[dict], data, spec, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
