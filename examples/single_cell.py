@@ -27,7 +27,24 @@ components, ``sc.pp.neighbors`` on its scores. The figure shows the posterior em
 two components and the UMAP of its graph beside PCA's two components and the UMAP of PCA's
 graph, coloured by cell type.
 
-Measured: see the numbers below, filled in from the runs in this docstring's last revision.
+Measured (200 sweeps, 2026-11-25; about 115 CPU seconds per fit; each cell is 5-NN accuracy /
+Leiden ARI (number of clusters); d is ``embedding_dims_``):
+
+=========================  ==========================  ==========================
+row                        seed 0 (K+ = D = 13)        seed 1 (K+ = D = 12)
+=========================  ==========================  ==========================
+posterior embedding        0.789 / 0.282 (17), d = 9   0.784 / 0.299 (17), d = 10
+embedding(D)               0.794 / 0.275 (18)          0.777 / 0.312 (17)
+final sample ``latent_``   0.771 / 0.283 (16)          0.789 / 0.296 (16)
+PCA, D components          0.791 / 0.436 (13)          0.793 / 0.482 (11)
+=========================  ==========================  ==========================
+
+Each accuracy has a standard error of about 0.016 (700 cells), so for 5-NN classification every
+representation is level with PCA. Leiden at resolution 1.0 does markedly worse on the posterior
+graphs (ARI 0.28-0.31 against 0.44-0.48), which it splits into more clusters (16-18 against
+11-13; in the figure's UMAP of the posterior graph the dendritic cells fall in several islands).
+The written graph's use of up to 50 components is not the cause: the scanpy graph of the D
+columns of ``embedding(D)`` scores alike. Other resolutions were not tried.
 
 Run::
 
