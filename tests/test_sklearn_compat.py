@@ -54,7 +54,8 @@ _NEEDS_FIT = {
     "log_predictive_density": (np.ones((3, 4)),), "pointwise_log_predictive": (np.ones((3, 4)),),
     "perplexity": (np.ones((3, 4)),), "summary": (), "to_inference_data": (),
     "effective_dimensions": (), "effective_dims_": None, "effective_draws_": None,
-    "effective_dims_posterior_": None, "reconstruction_": None,
+    "effective_dims_posterior_": None, "reconstruction_": None, "k_plus_posterior_": None,
+    "embedding_": None, "embedding_dims_": None, "embedding": (2,), "embed": (np.ones((3, 4)),),
 }
 
 
