@@ -475,7 +475,8 @@ def write_figure(
         Path(out) / "figures" / f"{figure}_{fdef.dataset}_latent.png",
         label_names=label_names,
         suptitle=f"Figure {number}: latent space of {DATASET_TITLES[fdef.dataset]} "
-        "(trial 0, rows sorted by label; below: the RFLVMs' 2-D posterior embeddings)",
+        "(trial 0, rows sorted by label)"
+        + ("\nbelow: 2-D posterior embeddings" if any(e is not None for e in embeddings) else ""),
         embeddings=embeddings,
     )
 
