@@ -30,8 +30,9 @@ EMBEDDING_KERNEL = "signal"
 class PosteriorEmbeddingMixin:
     """``embedding_``, ``embedding(n_components)`` and ``embed(Y_new)`` of a fitted estimator.
 
-    The estimator provides ``_check_fitted`` and the fitted ``_chains``, ``chain_weights_`` and
-    ``spec_``.
+    The estimator provides ``_check_fitted``, ``_new_data`` (new rows checked and prepared, from
+    :class:`~ibp_rflvm.predictive.PredictiveMixin`) and the fitted ``_chains``,
+    ``chain_weights_`` and ``spec_``.
     """
 
     def _embedding_samples(self) -> tuple[list[dict], np.ndarray, np.ndarray]:
@@ -108,8 +109,9 @@ class PosteriorEmbeddingMixin:
         uses, with the weights it gives them) the new rows' latent positions are sampled as in
         :meth:`transform` (`n_sweeps`, `burn_in`), their kernel block averaged over the kept
         sweeps, and projected on the training embedding's components. A training row given as a
-        new row lands near its own coordinates (exactly there if its latent positions were the
-        training chain's).
+        new row lands near its own coordinates: exactly there if its sampled latent positions
+        were the training chain's and every embedding sample were used (`n_draws` at least
+        ``EMBEDDING_MAX_DRAWS``), since the projection of the training blocks is the embedding.
         """
         from .predictive import sample_new_rows
 
