@@ -83,17 +83,15 @@ def main() -> None:
         perp = {}
         if counts:
             perp["stacked"] = est.perplexity(Y_test)
+            # Every sample's weight follows the chains' weights: pooling is each chain's share of
+            # the samples, a chain alone is weight one on it.
             weights = est.chain_weights_
-            est._sample_weights = np.full(logp.shape[0], 1.0 / logp.shape[0])
+            est.chain_weights_ = np.asarray(sizes, dtype=np.float64) / sum(sizes)
             perp["pooled"] = est.perplexity(Y_test)
             for k in range(len(sizes)):
-                w = np.zeros(logp.shape[0])
-                w[bounds[k] : bounds[k + 1]] = 1.0 / sizes[k]
-                est._sample_weights = w
+                est.chain_weights_ = np.eye(len(sizes))[k]
                 perp[f"chain {k}"] = est.perplexity(Y_test)
-            est._sample_weights = np.concatenate(
-                [np.full(s, wk / s) for s, wk in zip(sizes, weights, strict=True)]
-            )
+            est.chain_weights_ = weights
         table = est.summary().loc[[f"chain {k}" for k in range(len(sizes))]]
         k_plus_post = est.k_plus_posterior_
         eff_post = est.effective_dims_posterior_

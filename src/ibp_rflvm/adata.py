@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .estimator import IBPRFLVM, _RFLVMBase
-from .neighbors import N_NEIGHBORS, write_neighbors
+from .neighbors import N_NEIGHBORS, check_n_neighbors, write_neighbors
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -91,8 +91,7 @@ def ibp_rflvm(
         raise ValueError(
             f"give estimator parameters either in model or as keywords, not both: {sorted(params)}"
         )
-    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int | np.integer) or n_neighbors < 2:
-        raise ValueError(f"n_neighbors must be an integer of at least 2 (self included); got {n_neighbors!r}")
+    n_neighbors = check_n_neighbors(n_neighbors)  # before the fit, not after it
     counts = _counts(adata, layer)
     genes = _gene_subset(adata, mask_var)
     if genes.size < adata.n_vars:
@@ -100,7 +99,7 @@ def ibp_rflvm(
     model.fit(counts)
     if copy:
         adata = adata.copy()
-    _write(adata, model, genes, layer, mask_var, key_added, int(n_neighbors))
+    _write(adata, model, genes, layer, mask_var, key_added, n_neighbors)
     return adata if copy else None
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .features import feature_map
+from .predictive import pointwise_logpdf
 from .stacking import pareto_k_summary, psis_loo, stacking_weights
 
 #: Observed entries scored by default (a random subset above it).
@@ -74,19 +74,10 @@ def scored_entries(observed: np.ndarray, max_entries: int = MAX_ENTRIES) -> tupl
 
 
 def pointwise_loglik(samples: Sequence[dict], data, spec, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``S x n`` log-likelihoods ``log p(y_ij | theta_s)`` of the entries ``(rows, cols)``.
-
-    For the collapsed Gaussian each sample carries the ``(beta_j, sigma_j^2)`` drawn given its
-    features (SPEC 2.1), so the entry's density is a plain normal, as in held-out scoring."""
-    lik = spec.likelihood
+    """``S x n`` log-likelihoods ``log p(y_ij | theta_s)`` of the training entries ``(rows,
+    cols)``, computed as held-out entries are scored (:func:`~ibp_rflvm.predictive.pointwise_logpdf`)."""
     unique_rows, row_pos = np.unique(rows, return_inverse=True)
-    vals = data.Y[rows, cols]
-    kw = {} if lik.collapsed else {"rows": unique_rows}
-    out = np.empty((len(samples), rows.size))
-    for s, smp in enumerate(samples):
-        psi_u = feature_map(smp["H"][unique_rows], smp["W"], spec.bias) @ smp["params"]["beta"]
-        out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], data.prep, **kw)
-    return out
+    return pointwise_logpdf(samples, spec, data.prep, unique_rows, row_pos, cols, data.Y[rows, cols])
 
 
 def chain_weights(

@@ -113,13 +113,12 @@ def chain_table(est: Any) -> Any:
     weight in the combination (``weight``). One chain is not scored (NaN)."""
     import pandas as pd
 
-    kept = len(est._chains[0].record.samples)
-    k_plus = est.traces_["n_active"][:, est.traces_["n_active"].shape[1] - kept :]
+    k_plus = est._kept_k_plus()
     stack = est.stacking_
     return pd.DataFrame(
         {
             "start": est.chain_starts_,
-            "k_plus": np.median(k_plus, axis=1) if kept else np.full(len(est._chains), np.nan),
+            "k_plus": np.median(k_plus, axis=1) if k_plus.size else np.full(len(est._chains), np.nan),
             "effective_dims": np.median(est.effective_dims_, axis=1),
             "elpd_loo": stack.elpd,
             "elpd_loo_se": stack.elpd_se,

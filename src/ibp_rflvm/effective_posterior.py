@@ -31,7 +31,8 @@ def effective_draws(n_kept: int, max_draws: int = EFFECTIVE_MAX_DRAWS) -> np.nda
 class EffectiveDimensionsMixin:
     """Effective dimensions of a fitted estimator's thinned kept samples, cached per fit.
 
-    The estimator provides ``_check_fitted`` and the fitted ``_chains``, ``_data`` and ``spec_``.
+    The estimator provides ``_check_fitted`` and the fitted ``_chains``, ``_data``, ``spec_``,
+    ``traces_`` and ``chain_weights_``.
     """
 
     def _effective_importance(self, max_draws: int | None = None) -> list[list[np.ndarray]]:
@@ -99,10 +100,14 @@ class EffectiveDimensionsMixin:
     def k_plus_posterior_(self) -> dict[int, float]:
         """Posterior of ``K+`` (the dense model: its fixed ``D``) over the kept sweeps, chain
         ``k``'s sweeps sharing its weight ``chain_weights_[k]``."""
+        return weighted_posterior(self._kept_k_plus(), self.chain_weights_)
+
+    def _kept_k_plus(self) -> np.ndarray:
+        """``K+`` of every chain's kept sweeps, ``chains x kept``."""
         self._check_fitted()
         kept = len(self._chains[0].record.samples)
-        values = self.traces_["n_active"][:, self.traces_["n_active"].shape[1] - kept :]
-        return weighted_posterior(values, self.chain_weights_)
+        trace = self.traces_["n_active"]
+        return trace[:, trace.shape[1] - kept :]
 
 
 def weighted_posterior(values: np.ndarray, chain_weights: np.ndarray) -> dict[int, float]:

@@ -195,7 +195,6 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
                 [res.record.samples for res in results], data, spec, self.combine, max_entries
             )
         self.chain_weights_ = self.stacking_.weights
-        self._sample_weights = sample_weights([len(r.record.samples) for r in results], self.chain_weights_)
         # The final sample that transform, latent_ and predict on new rows use: the chain the
         # combination trusts most (the first one among equals).
         self.best_chain_ = int(np.argmax(self.chain_weights_))
@@ -267,6 +266,12 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             else:
                 message += f". combine='pool' gives every chain its share of the samples ({weights})"
             warnings.warn(message, ChainsDisagreeWarning, stacklevel=3)
+
+    @property
+    def _sample_weights(self) -> np.ndarray:
+        """Weight of every kept sample in ``_samples`` (chain ``k``'s weight spread evenly over its
+        samples), derived from ``chain_weights_`` so that the two cannot disagree."""
+        return sample_weights([len(r.record.samples) for r in self._chains], self.chain_weights_)
 
     @property
     def reconstruction_(self) -> np.ndarray:

@@ -22,6 +22,13 @@ BANDWIDTH_STEPS = 64
 BANDWIDTH_TOL = 1e-5
 
 
+def check_n_neighbors(n_neighbors) -> int:
+    """`n_neighbors` as an int of at least 2 (self included), or a ValueError naming it."""
+    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int | np.integer) or n_neighbors < 2:
+        raise ValueError(f"n_neighbors must be an integer of at least 2 (self included); got {n_neighbors!r}")
+    return int(n_neighbors)
+
+
 def knn(coords: np.ndarray, n_neighbors: int = N_NEIGHBORS) -> tuple[np.ndarray, np.ndarray]:
     """Indices and Euclidean distances of each row's `n_neighbors` nearest rows, itself first."""
     from sklearn.neighbors import NearestNeighbors
@@ -29,9 +36,7 @@ def knn(coords: np.ndarray, n_neighbors: int = N_NEIGHBORS) -> tuple[np.ndarray,
     coords = np.asarray(coords, dtype=np.float64)
     if coords.ndim != 2 or coords.shape[0] < 2:
         raise ValueError(f"coords must be a 2-D array with at least 2 rows; got shape {coords.shape}")
-    if isinstance(n_neighbors, bool) or not isinstance(n_neighbors, int | np.integer) or n_neighbors < 2:
-        raise ValueError(f"n_neighbors must be an integer of at least 2 (self included); got {n_neighbors!r}")
-    k = min(int(n_neighbors), coords.shape[0])
+    k = min(check_n_neighbors(n_neighbors), coords.shape[0])
     # Querying the fitted rows themselves (no argument) leaves each row out of its own list by
     # index; querying with `coords` would not, and a row with k or more duplicates could then
     # miss its own list altogether. Each row is put back first, at distance zero.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._validation import check_random_state
+from ._validation import check_int, check_random_state
 from .effective_posterior import effective_draws
 from .embedding import Embedding, check_n_components, fit_embedding, sample_block
 
@@ -124,11 +124,10 @@ class PosteriorEmbeddingMixin:
         Yn, lik, prep = self._new_data(Y_new, missing_mask, size_factors)
         if not 0 <= burn_in < n_sweeps:
             raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
-        if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 1:
-            raise ValueError(f"n_draws must be a positive integer; got {n_draws!r}")
+        n_draws = check_int("n_draws", n_draws, 1)
         rng = check_random_state(0 if random_state is None else random_state)
         samples, weights, chains = self._embedding_samples()
-        chosen = _spread(chains, int(n_draws))
+        chosen = _spread(chains, n_draws)
         new_blocks, train_blocks = [], []
         with threadpool_limits(limits=1, user_api="blas"):
             for i, scale in chosen:

@@ -62,13 +62,7 @@ class PredictiveMixin(TransformerMixin):
         entries that were not held out (see :func:`ibp_rflvm.holdout_mask`).
         """
         unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
-        lik = self.spec_.likelihood
-        rows_kw = _rows_kw(lik, unique_rows)
-        out = np.empty((len(self._samples), vals.size))
-        for s, smp in enumerate(self._samples):
-            psi_u = self._sample_psi(smp, unique_rows)
-            out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], self._data.prep, **rows_kw)
-        return out
+        return pointwise_logpdf(self._samples, self.spec_, self._data.prep, unique_rows, row_pos, cols, vals)
 
     def perplexity(self, Y_heldout, missing_mask=None) -> float:
         """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
@@ -152,6 +146,22 @@ class PredictiveMixin(TransformerMixin):
         :meth:`pointwise_log_predictive`)."""
         logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
         return lpd_from_samples(logp, self._sample_weights) / logp.shape[1]
+
+
+def pointwise_logpdf(
+    samples, spec, prep, unique_rows: np.ndarray, row_pos: np.ndarray, cols: np.ndarray, vals: np.ndarray
+) -> np.ndarray:
+    """``S x n`` log densities ``log p(y_t | theta_s)`` of entries `vals` of training rows
+    ``unique_rows[row_pos]`` and columns `cols`, one row per sample. For the collapsed Gaussian
+    each sample carries the ``(beta_j, sigma_j^2)`` drawn given its features (SPEC 2.1), so an
+    entry's density is a plain normal."""
+    lik = spec.likelihood
+    rows_kw = _rows_kw(lik, unique_rows)
+    out = np.empty((len(samples), vals.size))
+    for s, smp in enumerate(samples):
+        psi_u = feature_map(smp["H"][unique_rows], smp["W"], spec.bias) @ smp["params"]["beta"]
+        out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], prep, **rows_kw)
+    return out
 
 
 def _rows_kw(lik, unique_rows: np.ndarray, prep=None) -> dict:
