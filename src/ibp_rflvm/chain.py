@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
-from .effective import dimension_importance, effective_dimensions
+from .effective import effective_share, importance_and_gain
 from .features import feature_map
 from .model import ChainState, Data, ModelSpec, init_state, sweep
 
@@ -334,8 +334,7 @@ def run_chain(
             # dimensions is refreshed only every PROGRESS_EFFECTIVE_EVERY sweeps (and at the
             # last), and only when a progress bar shows it. It draws no random numbers.
             if done % PROGRESS_EFFECTIVE_EVERY == 0 or done == n_iter:
-                importance = dimension_importance(state.H, state.W, state.params, data, spec)
-                k_eff = effective_dimensions(importance, int(data.observed.sum()))
+                k_eff = effective_share(*importance_and_gain(state.H, state.W, state.params, data, spec))
             progress.set_postfix(k_plus=info["k_plus"], k_eff=k_eff, refresh=False)
             progress.update(1)
         if path is not None and (done % checkpoint_every == 0 or done == n_iter):
