@@ -6,12 +6,15 @@ Tolerances come from batch-means Monte Carlo standard errors.
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from ibp_rflvm import model
+from ibp_rflvm import IBPRFLVM, model
+from ibp_rflvm.baselines import IBPLinearFactorModel
+from ibp_rflvm.datasets import make_cambridge
 from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp, ibp_beta
 
@@ -47,7 +50,8 @@ def test_closed_form_matches_the_sequential_buffet_in_beta(beta1, beta2):
 
 @pytest.mark.parametrize("beta", [0.2, 1.0, 3.5])
 def test_share_odds_are_the_conditionals_of_the_closed_form(beta):
-    """Switching ``z_ik`` on in a column other rows use multiplies ``p(Z)`` by the odds every move uses."""
+    """Switching ``z_ik`` on in a column other rows use multiplies ``p(Z)`` by the odds every move
+    uses (the matrices compared have the same ``prod_h K_h!``: no two columns become equal)."""
     n = Z_SMALL.shape[0]
     for i, k in [(2, 0), (0, 1), (5, 1), (1, 0)]:
         on, off = Z_SMALL.copy(), Z_SMALL.copy()
@@ -168,3 +172,102 @@ def test_learned_beta_returns_its_prior(data_cols):
     _assert_close(failures, "K+", draws["k_plus"], moments["k_plus"])
     _assert_close(failures, "dims per row", draws["rows"], alpha)
     assert not failures, failures
+
+
+def test_linear_factor_model_has_the_same_prior():
+    """The IBP linear factor model under the two-parameter IBP, data off, ``beta = 0.3``:
+    ``K+ ~ Poisson(alpha sum_i beta / (beta + i - 1))`` and rows ``Poisson(alpha)``."""
+    n, alpha, beta, burn = 10, 2.0, 0.3, 200
+    Y = np.random.default_rng(0).standard_normal((n, 2))
+    m = IBPLinearFactorModel(
+        n_iter=4200, burn_in=burn, init_dims=2, fixed_alpha=alpha, use_likelihood=False, random_state=3,
+        ibp_beta=beta,
+    ).fit(Y)
+    target = alpha * ibp.sharing_sum(n, beta)
+    failures = []
+    k_plus = m.n_active_[burn:].astype(float)
+    se = _assert_close(failures, "K+", k_plus, target)
+    _assert_close(failures, "Var K+", (k_plus - target) ** 2, target)
+    _assert_close(failures, "dims per row", m.mean_active_per_row_[burn:], alpha)
+    assert not failures, failures
+    assert 4 * se < abs(alpha * ibp.harmonic(n) - target)
+    assert np.all(m.beta_trace_ == beta)
+
+
+def test_linear_factor_model_learns_beta():
+    Y = np.random.default_rng(1).standard_normal((30, 4))
+    m = IBPLinearFactorModel(n_iter=30, init_dims=3, random_state=0, ibp_beta=None).fit(Y)
+    assert np.all(m.beta_trace_ > 0) and np.unique(m.beta_trace_).size > 10
+    again = IBPLinearFactorModel(n_iter=30, init_dims=3, random_state=0, ibp_beta=None).fit(Y)
+    np.testing.assert_array_equal(m.beta_trace_, again.beta_trace_)
+    with pytest.raises(ValueError, match="ibp_beta"):
+        IBPLinearFactorModel(n_iter=3, ibp_beta=0.5, sampler="paper").fit(Y)
+    with pytest.raises(ValueError, match="ibp_beta"):
+        IBPLinearFactorModel(n_iter=3, ibp_beta=-1.0).fit(Y)
+
+
+def _small_data():
+    return make_cambridge(40, random_state=0)["Y"][:, :8]
+
+
+def test_estimator_learns_beta_and_reports_it():
+    Y = _small_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # two 12-sweep chains disagree, as they should
+        est = IBPRFLVM(n_iter=12, n_frequencies=6, random_state=0, n_chains=2, n_jobs=1).fit(Y)
+    assert est.spec_.ibp_beta is None
+    assert est.traces_["beta"].shape == (2, 12) and np.all(est.traces_["beta"] > 0)
+    np.testing.assert_array_equal(est.beta_, est.traces_["beta"][0])
+    assert np.unique(est.beta_).size > 5  # it moves
+    idata = est.to_inference_data()
+    assert idata.posterior["beta"].shape == (2, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = est.summary()
+    assert "beta" in table.index
+
+
+def test_estimator_with_beta_one_is_the_one_parameter_sweep():
+    """``ibp_beta=1.0`` keeps the slice step (info has the slice) and a constant trace; the
+    summary then leaves ``beta`` out (a constant has no R-hat)."""
+    Y = _small_data()
+    est = IBPRFLVM(n_iter=6, n_frequencies=6, random_state=0, ibp_beta=1.0).fit(Y)
+    assert est.spec_.stick_breaking and np.all(est.beta_ == 1.0)
+    assert "beta" not in est.to_inference_data().posterior
+    paper = IBPRFLVM(n_iter=4, n_frequencies=6, random_state=0, sampler="paper").fit(Y)
+    assert paper.spec_.ibp_beta == 1.0  # the paper's sweep is the one-parameter IBP
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"ibp_beta": 0.0}, "ibp_beta"),
+        ({"ibp_beta": "small"}, "ibp_beta"),
+        ({"ibp_beta_prior": (1.0,)}, "ibp_beta_prior"),
+        ({"ibp_beta_prior": (1.0, -2.0)}, "ibp_beta_prior"),
+        ({"ibp_beta": 0.5, "sampler": "paper"}, "ibp_beta"),
+    ],
+)
+def test_bad_beta_parameters_raise(params, match):
+    with pytest.raises(ValueError, match=match):
+        IBPRFLVM(n_iter=2, **params).fit(_small_data())
+
+
+def test_model_spec_checks_beta():
+    with pytest.raises(ValueError, match="ibp_beta"):
+        model.ModelSpec(ibp_beta=-0.1)
+    with pytest.raises(ValueError, match="moves"):
+        model.ModelSpec(ibp_beta=0.5, moves=False)
+    with pytest.raises(ValueError, match="ibp_beta_prior"):
+        model.ModelSpec(ibp_beta=None, ibp_beta_prior=(0.0, 1.0))
+
+
+def test_learned_beta_chain_resumes_bit_for_bit(tmp_path):
+    Y = _small_data()
+    path = tmp_path / "chain.zip"
+    full = IBPRFLVM(n_iter=10, n_frequencies=6, random_state=4).fit(Y)
+    IBPRFLVM(n_iter=6, burn_in=5, n_frequencies=6, random_state=4, checkpoint_path=str(path)).fit(Y)
+    resumed = IBPRFLVM(n_iter=10, burn_in=5, n_frequencies=6, random_state=4, checkpoint_path=str(path))
+    resumed.fit(Y, resume=True)
+    np.testing.assert_array_equal(full.beta_, resumed.beta_)
+    np.testing.assert_array_equal(full.log_likelihood_, resumed.log_likelihood_)

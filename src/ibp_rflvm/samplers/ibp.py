@@ -13,6 +13,11 @@ The sampler state is the binary matrix ``Z`` (``N x K`` represented dimensions),
    are dropped;
 4. ``update_alpha``: ``alpha ~ Gamma(a + K+, b + H_N)``.
 
+This is the one-parameter IBP (``beta = 1``). The two-parameter IBP (:mod:`.ibp_beta`) has no
+stick-breaking slice sampler: its models update ``Z`` in the exchangeable view, with the odds
+:func:`log_share_odds`, the rate :func:`new_dims_rate` and :func:`exchangeable_column`, and
+``alpha ~ Gamma(a + K+, b + sum_i beta / (beta + i - 1))`` (:func:`sharing_sum`).
+
 A cap on ``K+`` (``ModelSpec.max_dims``) conditions the joint prior of ``(alpha, Z)`` on the
 event ``K+ <= cap``. The indicator depends on ``Z`` alone, so the updates of the sticks, the
 slice and ``alpha`` are unchanged (``alpha | Z`` keeps its Gamma form), and every update of ``Z``
@@ -360,3 +365,25 @@ def gibbs_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, pi: np.ndarra
         v = gibbs_flip(rng, lo)
         count_change(counts, d, z_cur, v, room)
         Z[i, d] = v
+
+
+@njit(cache=True)
+def exchangeable_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, counts: np.ndarray, beta: float):
+    """Gibbs update of column `d` of `Z` in the exchangeable view (no sticks), for the
+    two-parameter IBP: row ``i`` with ``m_-i,d > 0`` other rows on is on with prior odds
+    ``m / (N - 1 + beta - m)`` (:func:`log_share_odds`) times ``exp(delta_ll[i])``; a row that
+    would own the column alone, or be its only user, is left to the singleton birth/death move.
+    `Z` and `counts` are updated in place; returns the number of flips."""
+    n = Z.shape[0]
+    flips = 0
+    for i in range(n):
+        z_cur = Z[i, d]
+        m_other = counts[d] - z_cur
+        if m_other == 0:
+            continue
+        v = gibbs_flip(rng, log_share_odds(m_other, n, beta) + delta_ll[i])
+        if v != z_cur:
+            counts[d] += v - z_cur
+            Z[i, d] = v
+            flips += 1
+    return flips

@@ -49,15 +49,14 @@ LOG_BETA_BOUNDS = (-30.0, 30.0)
 
 
 def log_z_prior(counts: np.ndarray, n: int, alpha: float, beta: float) -> float:
-    """``log p([Z] | alpha, beta)`` up to the terms free of ``beta`` (``alpha^K+ / prod_h K_h!``),
-    from the column counts of the active dimensions (zeros are ignored)."""
+    """``log p([Z] | alpha, beta)`` but for ``alpha^K+ / prod_h K_h!`` (free of ``beta``, and fixed
+    by any change of one entry that keeps ``K+`` and the columns' histories), from the column
+    counts of the active dimensions (zeros are ignored)."""
     m = np.asarray(counts, dtype=np.float64)
     m = m[m > 0]
     share = beta * (special.digamma(n + beta) - special.digamma(beta))
-    return float(
-        m.size * math.log(beta) - alpha * share
-        + np.sum(special.gammaln(n - m + beta) - special.gammaln(n + beta), dtype=np.float64)
-    )  # fmt: skip
+    columns = special.gammaln(m) + special.gammaln(n - m + beta) - special.gammaln(n + beta)
+    return float(m.size * math.log(beta) - alpha * share + np.sum(columns, dtype=np.float64))
 
 
 def log_target(u: float, counts: np.ndarray, n: int, alpha: float, prior: tuple[float, float]) -> float:
