@@ -41,19 +41,20 @@ class _Estimator(IBPRFLVM):
     transfer_min_cos = 0.3
     flip_scale = 0.2
     absorb_min_cos = 0.3
+    ibp_beta_warmup = 0
 
     def _spec(self):
         return replace(
             super()._spec(), frequency_update=self.frequency_update, start_density=self.start_density,
             transfer_min_cos=self.transfer_min_cos, flip_scale=self.flip_scale,
-            absorb_min_cos=self.absorb_min_cos,
+            absorb_min_cos=self.absorb_min_cos, ibp_beta_warmup=self.ibp_beta_warmup,
         )
 
 
 def _chain(
     Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
     frequency_update="mh", start_density=1.0, transfer_min_cos=0.3, flip_scale=0.2,
-    absorb_min_cos=0.3, max_dims=None, ibp_beta=1.0, ibp_beta_prior=(1.0, 1.0),
+    absorb_min_cos=0.3, max_dims=None, ibp_beta=1.0, ibp_beta_prior=(1.0, 1.0), ibp_beta_warmup=0,
 ):
     t0 = time.perf_counter()
     est = _Estimator(
@@ -66,6 +67,7 @@ def _chain(
     est.transfer_min_cos = transfer_min_cos
     est.flip_scale = flip_scale
     est.absorb_min_cos = absorb_min_cos
+    est.ibp_beta_warmup = ibp_beta_warmup
     est.fit(Y_train)
     seconds = time.perf_counter() - t0
     out = {
@@ -142,6 +144,9 @@ def main(argv=None) -> dict:
         help="the two-parameter IBP's beta ('none': learned; default 1, the one-parameter IBP)",
     )
     p.add_argument("--ibp-beta-prior", type=float, nargs=2, default=[1.0, 1.0], help="Gamma (shape, rate)")
+    p.add_argument(
+        "--ibp-beta-warmup", type=int, default=0, help="sweeps with a learned beta held at 1 (slice step on)"
+    )
     p.add_argument("--seed-offset", type=int, default=0, help="added to every chain's seed")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)
@@ -159,7 +164,7 @@ def main(argv=None) -> dict:
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
             (args.replicas, args.replica_top), args.frequency_update, args.start_density,
             args.transfer_min_cos, args.flip_scale, args.absorb_min_cos, args.max_dims, args.ibp_beta,
-            tuple(args.ibp_beta_prior),
+            tuple(args.ibp_beta_prior), args.ibp_beta_warmup,
         )
         for s, seed in jobs
     )
@@ -183,6 +188,7 @@ def main(argv=None) -> dict:
         "max_dims": args.max_dims,
         "ibp_beta": args.ibp_beta,
         "ibp_beta_prior": list(args.ibp_beta_prior),
+        "ibp_beta_warmup": args.ibp_beta_warmup,
         "n_iter": args.n_iter,
         "wall_seconds": wall,
         "rhat_k_plus": rhat(k),

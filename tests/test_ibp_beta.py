@@ -271,3 +271,20 @@ def test_learned_beta_chain_resumes_bit_for_bit(tmp_path):
     resumed.fit(Y, resume=True)
     np.testing.assert_array_equal(full.beta_, resumed.beta_)
     np.testing.assert_array_equal(full.log_likelihood_, resumed.log_likelihood_)
+
+
+def test_warm_up_holds_beta_at_one_with_the_slice_step():
+    rng = np.random.default_rng(2)
+    Y = _small_data()
+    data = model.Data.from_array(Y)
+    spec = model.ModelSpec(n_frequencies=5, n_dims=3, ibp_beta=None, ibp_beta_warmup=4)
+    state = model.init_state(rng, data, spec)
+    betas, sliced = [], []
+    for _ in range(10):
+        state, info = model.sweep(rng, state, data, spec)
+        betas.append(state.ibp_beta)
+        sliced.append("slice" in info)
+    assert betas[:4] == [1.0] * 4 and sliced == [True] * 4 + [False] * 6
+    assert len(set(betas[4:])) == 6  # learned from the fifth sweep on
+    with pytest.raises(ValueError, match="ibp_beta_warmup"):
+        model.ModelSpec(ibp_beta=None, ibp_beta_warmup=-1)

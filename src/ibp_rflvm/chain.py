@@ -164,7 +164,7 @@ def settings_description(spec: ModelSpec) -> dict:
 
 #: Model settings added after checkpoints were first written, with the value under which a
 #: chain runs as it did before them (the one-parameter IBP).
-_LATER_SETTINGS = {"ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0]}
+_LATER_SETTINGS = {"ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0}
 
 
 def _check_belongs(path: Path, saved: dict, data: Data, spec: ModelSpec, n_iter: int, burn_in: int) -> None:

@@ -55,7 +55,8 @@ class ModelSpec:
     step; another number fixes it; None learns it under the ``Gamma(shape, rate)`` prior
     `ibp_beta_prior`. With ``beta`` other than a fixed 1 the slice step, which is for
     ``beta = 1`` only, is left out: ``Z`` is updated by its exchangeable conditionals alone
-    (the dimension moves, which must then be on).
+    (the dimension moves, which must then be on). `ibp_beta_warmup` holds a learned ``beta`` at
+    1, with the slice step, for that many sweeps from the start (the burn-in must cover them).
     """
 
     n_frequencies: int = 50
@@ -80,6 +81,7 @@ class ModelSpec:
     max_dims: int | None = None
     ibp_beta: float | None = 1.0
     ibp_beta_prior: tuple[float, float] = (1.0, 1.0)
+    ibp_beta_warmup: int = 0
 
     def __post_init__(self) -> None:
         _check_ibp_beta(self)
@@ -122,6 +124,9 @@ def _check_ibp_beta(spec: ModelSpec) -> None:
         isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0.0 < beta < math.inf
     ):
         raise ValueError(f"ibp_beta must be a positive number or None (learned); got {beta!r}")
+    warm = spec.ibp_beta_warmup
+    if isinstance(warm, bool) or not isinstance(warm, numbers.Integral) or warm < 0:
+        raise ValueError(f"ibp_beta_warmup must be a non-negative integer; got {warm!r}")
     prior = spec.ibp_beta_prior
     if len(prior) != 2 or not all(isinstance(v, numbers.Real) and 0.0 < v < math.inf for v in prior):
         raise ValueError(f"ibp_beta_prior must be (shape, rate), both positive; got {prior!r}")
@@ -408,7 +413,11 @@ def sweep(
     fs = None
 
     if spec.ibp:
-        if spec.stick_breaking:
+        # A learned beta is held at 1 (the one-parameter sweep) for the first
+        # `ibp_beta_warmup` sweeps: the all-on start is no evidence about beta (docs/sampler.md
+        # section 10). Kept samples must come after the warm-up.
+        warming = spec.ibp_beta is None and state.sweep < spec.ibp_beta_warmup
+        if spec.stick_breaking or warming:
             Phi, fs = _slice_step(rng, w, spec, data, params, info)
         else:
             # The two-parameter IBP has no stick-breaking slice step: Z is updated by the
@@ -441,7 +450,7 @@ def sweep(
         if spec.fixed_alpha is None:
             a, b = spec.alpha_prior
             w.alpha = ibp.update_alpha(rng, w.Z.shape[1], N, a, b, w.ibp_beta)
-        if spec.ibp_beta is None:
+        if spec.ibp_beta is None and not warming:
             w.ibp_beta = update_beta(rng, counts, N, w.alpha, w.ibp_beta, spec.ibp_beta_prior)
 
     if not spec.use_likelihood:
