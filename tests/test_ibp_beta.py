@@ -214,7 +214,8 @@ def test_estimator_learns_beta_and_reports_it():
     Y = _small_data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # two 12-sweep chains disagree, as they should
-        est = IBPRFLVM(n_iter=12, n_frequencies=6, random_state=0, n_chains=2, n_jobs=1).fit(Y)
+        est = IBPRFLVM(n_iter=12, n_frequencies=6, random_state=0, n_chains=2, n_jobs=1, ibp_beta=None)
+        est.fit(Y)
     assert est.spec_.ibp_beta is None
     assert est.traces_["beta"].shape == (2, 12) and np.all(est.traces_["beta"] > 0)
     np.testing.assert_array_equal(est.beta_, est.traces_["beta"][0])
@@ -228,14 +229,12 @@ def test_estimator_learns_beta_and_reports_it():
 
 
 def test_estimator_with_beta_one_is_the_one_parameter_sweep():
-    """``ibp_beta=1.0`` keeps the slice step (info has the slice) and a constant trace; the
-    summary then leaves ``beta`` out (a constant has no R-hat)."""
+    """The default ``ibp_beta=1.0`` keeps the slice step and a constant trace; the summary then
+    leaves ``beta`` out (a constant has no R-hat)."""
     Y = _small_data()
-    est = IBPRFLVM(n_iter=6, n_frequencies=6, random_state=0, ibp_beta=1.0).fit(Y)
-    assert est.spec_.stick_breaking and np.all(est.beta_ == 1.0)
+    est = IBPRFLVM(n_iter=6, n_frequencies=6, random_state=0).fit(Y)
+    assert est.spec_.ibp_beta == 1.0 and est.spec_.stick_breaking and np.all(est.beta_ == 1.0)
     assert "beta" not in est.to_inference_data().posterior
-    paper = IBPRFLVM(n_iter=4, n_frequencies=6, random_state=0, sampler="paper").fit(Y)
-    assert paper.spec_.ibp_beta == 1.0  # the paper's sweep is the one-parameter IBP
 
 
 @pytest.mark.parametrize(
@@ -246,6 +245,7 @@ def test_estimator_with_beta_one_is_the_one_parameter_sweep():
         ({"ibp_beta_prior": (1.0,)}, "ibp_beta_prior"),
         ({"ibp_beta_prior": (1.0, -2.0)}, "ibp_beta_prior"),
         ({"ibp_beta": 0.5, "sampler": "paper"}, "ibp_beta"),
+        ({"ibp_beta": None, "sampler": "paper"}, "ibp_beta"),
     ],
 )
 def test_bad_beta_parameters_raise(params, match):
@@ -265,9 +265,10 @@ def test_model_spec_checks_beta():
 def test_learned_beta_chain_resumes_bit_for_bit(tmp_path):
     Y = _small_data()
     path = tmp_path / "chain.zip"
-    full = IBPRFLVM(n_iter=10, n_frequencies=6, random_state=4).fit(Y)
-    IBPRFLVM(n_iter=6, burn_in=5, n_frequencies=6, random_state=4, checkpoint_path=str(path)).fit(Y)
-    resumed = IBPRFLVM(n_iter=10, burn_in=5, n_frequencies=6, random_state=4, checkpoint_path=str(path))
+    kw = {"n_frequencies": 6, "random_state": 4, "ibp_beta": None}
+    full = IBPRFLVM(n_iter=10, **kw).fit(Y)
+    IBPRFLVM(n_iter=6, burn_in=5, checkpoint_path=str(path), **kw).fit(Y)
+    resumed = IBPRFLVM(n_iter=10, burn_in=5, checkpoint_path=str(path), **kw)
     resumed.fit(Y, resume=True)
     np.testing.assert_array_equal(full.beta_, resumed.beta_)
     np.testing.assert_array_equal(full.log_likelihood_, resumed.log_likelihood_)
