@@ -2,6 +2,10 @@
 
 ``python benchmarks/mixing.py cambridge --starts 2 12 --chains-per-start 4 --n-iter 300``
 
+`--ibp-beta` sets the two-parameter IBP's ``beta``: 1 (the default here, so that the commands of
+docs/sampler.md measured before it existed give what they gave), another number to fix it,
+``none`` to learn it under `--ibp-beta-prior`.
+
 Every chain sees the same training matrix (20% of the observed entries held out with
 `--mask-seed`) and gets its own seed. Reported: each chain's ``K+`` over the second half (min,
 median, max), its effective dimensions (median), the mean training log-likelihood over the
@@ -24,6 +28,8 @@ from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.datasets import load
 
 THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
+#: Shares of the gain over no latent dimensions (the default effective count is at 0.05).
+SHARES = (0.02, 0.05, 0.1)
 
 
 class _Estimator(IBPRFLVM):
@@ -35,30 +41,33 @@ class _Estimator(IBPRFLVM):
     transfer_min_cos = 0.3
     flip_scale = 0.2
     absorb_min_cos = 0.3
+    ibp_beta_warmup = 0
 
     def _spec(self):
         return replace(
             super()._spec(), frequency_update=self.frequency_update, start_density=self.start_density,
             transfer_min_cos=self.transfer_min_cos, flip_scale=self.flip_scale,
-            absorb_min_cos=self.absorb_min_cos,
+            absorb_min_cos=self.absorb_min_cos, ibp_beta_warmup=self.ibp_beta_warmup,
         )
 
 
 def _chain(
     Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
     frequency_update="mh", start_density=1.0, transfer_min_cos=0.3, flip_scale=0.2,
-    absorb_min_cos=0.3, max_dims=None,
+    absorb_min_cos=0.3, max_dims=None, ibp_beta=1.0, ibp_beta_prior=(1.0, 1.0), ibp_beta_warmup=0,
 ):
     t0 = time.perf_counter()
     est = _Estimator(
         likelihood=likelihood, n_iter=n_iter, init_dims=init_dims, random_state=seed, sampler=sampler,
         alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1], max_dims=max_dims,
+        ibp_beta=ibp_beta, ibp_beta_prior=ibp_beta_prior,
     )
     est.frequency_update = frequency_update
     est.start_density = start_density
     est.transfer_min_cos = transfer_min_cos
     est.flip_scale = flip_scale
     est.absorb_min_cos = absorb_min_cos
+    est.ibp_beta_warmup = ibp_beta_warmup
     est.fit(Y_train)
     seconds = time.perf_counter() - t0
     out = {
@@ -68,7 +77,11 @@ def _chain(
         "k_plus": est.n_active_.tolist(),
         "loglik": est.log_likelihood_.tolist(),
         "alpha": est.alpha_.tolist(),
+        "beta": est.beta_.tolist(),
         "score": float(est.score(Y_test)),
+        # Each held-out entry's log predictive density, for paired comparisons of two runs on
+        # the same mask (benchmarks/paired_lpd.py).
+        "pointwise_lpd": _pointwise_lpd(est, Y_test).tolist(),
     }
     if replicas[0] > 1:
         out["swap_rates"] = est.swap_rates_[0].tolist()
@@ -79,7 +92,18 @@ def _chain(
     out["effective_by_threshold"] = {
         str(t): np.asarray(est.effective_dimensions(t)).ravel().tolist() for t in THRESHOLDS
     }
+    out["effective_by_share"] = {
+        str(s): np.asarray(est.effective_dimensions(share=s)).ravel().tolist() for s in SHARES
+    }
     return out
+
+
+def _pointwise_lpd(est, Y_test) -> np.ndarray:
+    """``log mean_s p(y_j | sample s)`` of every held-out entry (one chain: equal sample weights)."""
+    from scipy.special import logsumexp
+
+    logp = est.pointwise_log_predictive(Y_test)
+    return logsumexp(logp, axis=0) - np.log(logp.shape[0])
 
 
 def rhat(chains: np.ndarray) -> float:
@@ -115,6 +139,14 @@ def main(argv=None) -> dict:
         "--max-dims", type=lambda v: None if v == "none" else int(v), default=IBPRFLVM().max_dims,
         help="cap on K+ ('none': no cap; default: the estimator's)",
     )
+    p.add_argument(
+        "--ibp-beta", type=lambda v: None if v == "none" else float(v), default=1.0,
+        help="the two-parameter IBP's beta ('none': learned; default 1, the one-parameter IBP)",
+    )
+    p.add_argument("--ibp-beta-prior", type=float, nargs=2, default=[1.0, 1.0], help="Gamma (shape, rate)")
+    p.add_argument(
+        "--ibp-beta-warmup", type=int, default=0, help="sweeps with a learned beta held at 1 (slice step on)"
+    )
     p.add_argument("--seed-offset", type=int, default=0, help="added to every chain's seed")
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--out", default=None)
@@ -131,7 +163,8 @@ def main(argv=None) -> dict:
         delayed(_chain)(
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
             (args.replicas, args.replica_top), args.frequency_update, args.start_density,
-            args.transfer_min_cos, args.flip_scale, args.absorb_min_cos, args.max_dims,
+            args.transfer_min_cos, args.flip_scale, args.absorb_min_cos, args.max_dims, args.ibp_beta,
+            tuple(args.ibp_beta_prior), args.ibp_beta_warmup,
         )
         for s, seed in jobs
     )
@@ -153,6 +186,9 @@ def main(argv=None) -> dict:
         "absorb_min_cos": args.absorb_min_cos,
         "seed_offset": args.seed_offset,
         "max_dims": args.max_dims,
+        "ibp_beta": args.ibp_beta,
+        "ibp_beta_prior": list(args.ibp_beta_prior),
+        "ibp_beta_warmup": args.ibp_beta_warmup,
         "n_iter": args.n_iter,
         "wall_seconds": wall,
         "rhat_k_plus": rhat(k),
@@ -164,14 +200,15 @@ def main(argv=None) -> dict:
     }
     print(f"{args.dataset} ({lik}, sampler={args.sampler}, {args.n_iter} sweeps, wall {wall:.0f} s)")
     print(f"R-hat K+ {report['rhat_k_plus']:.3f}, R-hat loglik {report['rhat_loglik']:.3f}")
-    print("start seed  K+ (min/med/max)  eff.dims  loglik  LPD/entry  s")
+    print("start seed  K+ (min/med/max)  eff.dims  beta (median)  loglik  LPD/entry  s")
     for c in chains:
         kk = np.array(c["k_plus"][half:])
         eff = np.median(c["effective_dims"]) if "effective_dims" in c else float("nan")
         extra = f"  perplexity {c['perplexity']:.1f}" if "perplexity" in c else ""
         print(
             f"{c['init_dims']:5d} {c['seed']:5d}  {kk.min():3d}/{np.median(kk):5.1f}/{kk.max():3d}"
-            f"  {eff:8.1f}  {np.mean(c['loglik'][half:]):9.1f}  {c['score']:.4f}  {c['seconds']:.0f}{extra}"
+            f"  {eff:8.1f}  {np.median(c['beta'][half:]):6.3f}  {np.mean(c['loglik'][half:]):9.1f}"
+            f"  {c['score']:.4f}  {c['seconds']:.0f}{extra}"
         )
     print("posterior of K+:", report["k_plus_posterior"])
     if args.out:

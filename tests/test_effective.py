@@ -9,7 +9,13 @@ from scipy.stats import poisson
 from ibp_rflvm import IBPRFLVM, RFLVM
 from ibp_rflvm.chain import run_chain
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.effective import DEFAULT_THRESHOLD, dimension_importance, effective_dimensions
+from ibp_rflvm.effective import (
+    DEFAULT_THRESHOLD,
+    dimension_importance,
+    effective_dimensions,
+    effective_share,
+    importance_and_gain,
+)
 from ibp_rflvm.estimator import effective_draws
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
@@ -92,6 +98,44 @@ def test_thinning_is_even_and_keeps_the_last_sample():
     np.testing.assert_array_equal(effective_draws(500, 1), [499])
 
 
+def test_gain_is_the_drop_to_no_latent_dimensions():
+    H, W, params, data, spec = _gaussian_problem()
+    imp, gain = importance_and_gain(H, W, params, data, spec)
+    np.testing.assert_array_equal(imp, dimension_importance(H, W, params, data, spec))
+    Yc = np.where(data.observed, data.Y, feature_map(H, W) @ params["beta"])
+    full = loglik_direct(feature_map(H, W), Yc, spec.likelihood.prior)
+    none = loglik_direct(feature_map(np.zeros_like(H), W), Yc, spec.likelihood.prior)
+    assert gain == pytest.approx(full - none, rel=1e-10)
+    # The two generating dimensions each carry a large share of it, the near-zero one none.
+    assert effective_share(imp, gain) == 2
+    assert effective_share(imp, gain, share=0.0) == 3 - int(imp[2] <= 0.0)
+    assert effective_share(imp, 0.0) == 0  # no gain: nothing counts
+    with pytest.raises(ValueError, match="share"):
+        effective_share(imp, gain, share=1.5)
+
+
+def test_share_counts_dimensions_of_sparse_counts_the_absolute_threshold_misses():
+    """Counts so sparse that the whole log-likelihood is a few hundredths of a nat per entry (as
+    on SMS spam): no dimension reaches 0.01 nats per entry, but the dimensions the data were
+    generated from each carry a large share of the fit's gain; scaling the weights' effect on
+    the rate does not move the share."""
+    rng = np.random.default_rng(4)
+    N, M, K, J = 200, 6, 3, 30
+    H = rng.standard_normal((N, K))
+    H[:, 2] *= 1e-3  # a dimension the features barely notice
+    W = rng.standard_normal((M, K))
+    beta = 0.8 * rng.standard_normal((2 * M + 1, J))
+    beta[-1] = -6.0  # bias: rates near exp(-6), 99.7% zeros
+    lik = make_likelihood("poisson")
+    spec = ModelSpec(n_frequencies=M, bias=True, likelihood=lik)
+    Y = rng.poisson(np.exp(feature_map(H, W, True) @ beta)).astype(float)
+    data = Data.from_array(Y, lik)
+    imp, gain = importance_and_gain(H, W, {"beta": beta}, data, spec)
+    n_obs = int(data.observed.sum())
+    assert effective_dimensions(imp, n_obs) == 0
+    assert effective_share(imp, gain) == 2
+
+
 @pytest.fixture(scope="module")
 def fitted():
     Y = make_cambridge(50, random_state=0)["Y"][:, :10]
@@ -156,8 +200,8 @@ def test_progress_bar_shows_effective_dims_every_ten_sweeps():
     shown = [p["k_eff"] for p in bar.postfixes]
     assert shown[:9] == ["?"] * 9 and isinstance(shown[9], int) and isinstance(shown[11], int)
     s = res.state
-    imp = dimension_importance(s.H, s.W, s.params, data, spec)
-    assert shown[11] == effective_dimensions(imp, int(data.observed.sum()))
+    # The progress bar counts by the default, the share of the gain over no latent dimensions.
+    assert shown[11] == effective_share(*importance_and_gain(s.H, s.W, s.params, data, spec))
     # Scoring draws no random numbers: the chain is the one run without a progress bar.
     quiet = run_chain(np.random.default_rng(0), data, spec, n_iter=12, burn_in=6)
     np.testing.assert_array_equal(quiet.record.loglik, res.record.loglik)

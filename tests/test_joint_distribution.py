@@ -17,6 +17,7 @@ from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp
 
 from .test_ibp import capped_prior_moments
+from .test_ibp_beta import learned_beta_moments
 
 N, J, M = 5, 2, 3
 P_W_INSIDE = float(stats.t(df=3).cdf(math.sqrt(1.5)) - stats.t(df=3).cdf(-math.sqrt(1.5)))
@@ -29,7 +30,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
     data = model.Data.from_array(Y)
     state = model.init_state(rng, data, spec)
     keys = ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in", "births", "deaths", "transfers")
-    keys += ("absorbs", "whole")
+    keys += ("absorbs", "whole", "ibp_beta", "log_ibp_beta")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         Phi = state.phi(spec.bias)
@@ -45,6 +46,8 @@ def _successive_conditional(spec, n_sweeps, seed=0):
         out["absorbs"].append(info.get("absorbs", 0))
         out["whole"].append(info.get("whole_birth", 0) + info.get("whole_death", 0))
         out["alpha"].append(state.alpha)
+        out["ibp_beta"].append(state.ibp_beta)
+        out["log_ibp_beta"].append(math.log(state.ibp_beta))
         out["eta"].append(state.eta)
         out["k_plus"].append(state.k_plus)
         out["x2"].append(np.sum(state.X**2 - 1.0))
@@ -64,7 +67,9 @@ def _expected(spec):
         "beta2": 0.0,
         "w_in": 0.0,
     }
-    if spec.ibp and spec.max_dims is not None:
+    if spec.ibp and spec.ibp_beta is None:
+        exp.update(learned_beta_moments(spec.alpha_prior, spec.ibp_beta_prior, N))
+    elif spec.ibp and spec.max_dims is not None:
         exp["alpha"], exp["k_plus"] = capped_prior_moments(*spec.alpha_prior, N, spec.max_dims)
     elif spec.ibp:
         mean_alpha = spec.alpha_prior[0] / spec.alpha_prior[1]
@@ -100,6 +105,24 @@ def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update, max_
         assert draws["whole"].sum() > 200
     if max_dims is not None:
         assert draws["k_plus"].max() <= max_dims
+    failures = []
+    for name, target in _expected(spec).items():
+        mean, se = batch_mean_se(draws[name])
+        if abs(mean - target) > 4.0 * se:
+            failures.append(f"{name}: chain {mean:.4f} prior {target:.4f} (MCSE {se:.4f})")
+    assert not failures, failures
+
+
+@pytest.mark.slow
+def test_gaussian_sweep_gets_it_right_with_beta_learned():
+    """The whole default sweep under the two-parameter IBP with ``beta`` learned (no slice step:
+    the exchangeable moves update ``Z`` alone), alpha and beta both drawn from their priors."""
+    spec = model.ModelSpec(
+        n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), ibp_beta=None, ibp_beta_prior=(2.0, 2.0)
+    )
+    draws = _successive_conditional(spec, 8000)
+    assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
+    assert draws["transfers"].sum() > 500 and draws["absorbs"].sum() > 500
     failures = []
     for name, target in _expected(spec).items():
         mean, se = batch_mean_se(draws[name])

@@ -19,6 +19,7 @@ from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.samplers import ibp
 
 from .test_ibp import capped_prior_moments
+from .test_ibp_beta import learned_beta_moments
 from .test_joint_distribution import P_W_INSIDE
 
 N, J, M = 6, 3, 3
@@ -70,7 +71,9 @@ CASES = {
 }
 
 
-def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None, max_dims=None):
+def _successive_conditional(
+    name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None, max_dims=None, beta_prior=None
+):
     hyper, draw = CASES[name]
     name = name.split("+")[0]
     lik = make_likelihood(name, **hyper)
@@ -78,6 +81,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
         whole_move=whole_move, max_dims=max_dims,
+        **({} if beta_prior is None else {"ibp_beta": None, "ibp_beta_prior": beta_prior}),
     )
     rng = np.random.default_rng(seed)
     observed = np.ones((N, J), dtype=bool)
@@ -87,7 +91,7 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     state = model.init_state(rng, data, spec)
     free = J - 1 if name == "multinomial" else J
     keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips")
-    keys += ("transfers", "absorbs", "whole")
+    keys += ("transfers", "absorbs", "whole", "ibp_beta", "log_ibp_beta")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         psi = state.phi(spec.bias) @ state.params["beta"] + offset
@@ -102,6 +106,8 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
             out["absorbs"].append(info["absorbs"])
         beta = state.params["beta"][:, :free] / SCALE
         out["alpha"].append(state.alpha)
+        out["ibp_beta"].append(state.ibp_beta)
+        out["log_ibp_beta"].append(math.log(state.ibp_beta))
         out["eta"].append(state.eta)
         out["k_plus"].append(state.k_plus)
         out["x2"].append(np.sum(state.X**2 - 1.0))
@@ -116,9 +122,11 @@ def _successive_conditional(name, ibp_on, n_sweeps, seed=0, burn=300, whole_move
     return {k: np.asarray(v[burn:], dtype=float) for k, v in out.items() if v}
 
 
-def _expected(name, ibp_on, max_dims=None):
+def _expected(name, ibp_on, max_dims=None, beta_prior=None):
     exp = {"eta": 1.0, "x2": 0.0, "w_in": 0.0, "beta1": 0.0, "beta2": 0.0}
-    if ibp_on and max_dims is not None:
+    if ibp_on and beta_prior is not None:
+        exp.update(learned_beta_moments((2.0, 2.0), beta_prior, N))
+    elif ibp_on and max_dims is not None:
         exp["alpha"], exp["k_plus"] = capped_prior_moments(2.0, 2.0, N, max_dims)
     elif ibp_on:
         exp["alpha"] = 1.0
@@ -170,8 +178,17 @@ def test_capped_count_sweep_gets_it_right():
     _run_and_check("negbinom", True, 4000, max_dims=2)
 
 
-def _run_and_check(name, ibp_on, n_sweeps, whole_move=None, max_dims=None):
-    draws = _successive_conditional(name, ibp_on, n_sweeps, whole_move=whole_move, max_dims=max_dims)
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["negbinom", "poisson"])
+def test_count_sweep_gets_it_right_with_beta_learned(name):
+    """The two-parameter IBP with ``beta`` learned (exchangeable moves only, no slice step)."""
+    _run_and_check(name, True, 4000, beta_prior=(2.0, 2.0))
+
+
+def _run_and_check(name, ibp_on, n_sweeps, whole_move=None, max_dims=None, beta_prior=None):
+    draws = _successive_conditional(
+        name, ibp_on, n_sweeps, whole_move=whole_move, max_dims=max_dims, beta_prior=beta_prior
+    )
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
         assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
@@ -179,6 +196,6 @@ def _run_and_check(name, ibp_on, n_sweeps, whole_move=None, max_dims=None):
         assert draws["whole"].sum() > 200
     if max_dims is not None:
         assert draws["k_plus"].max() <= max_dims
-    expected = _expected(name.split("+")[0], ibp_on, max_dims)
+    expected = _expected(name.split("+")[0], ibp_on, max_dims, beta_prior)
     report = _check({k: draws[k] for k in expected}, expected)
     print(name, "ibp" if ibp_on else "dense", "; ".join(report))

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
-from .effective import dimension_importance, effective_dimensions
+from .effective import effective_share, importance_and_gain
 from .features import feature_map
 from .model import ChainState, Data, ModelSpec, init_state, sweep
 
@@ -42,7 +42,9 @@ __all__ = [
 
 #: Sweeps between refreshes of the effective number of dimensions in the progress bar.
 PROGRESS_EFFECTIVE_EVERY = 10
-_TRACES = ("n_active", "loglik", "alpha", "eta", "n_components")
+_TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "beta")
+#: Traces a checkpoint written before they existed may lack, with the value they had then.
+_LATER_TRACES = {"beta": 1.0}
 
 
 @dataclass
@@ -54,6 +56,8 @@ class ChainRecord:
     alpha: list = field(default_factory=list)
     eta: list = field(default_factory=list)
     n_components: list = field(default_factory=list)
+    #: The IBP's sharing parameter ``beta`` (1 throughout for the one-parameter IBP).
+    beta: list = field(default_factory=list)
     samples: list = field(default_factory=list)
 
     def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec) -> None:
@@ -62,6 +66,7 @@ class ChainRecord:
         self.alpha.append(state.alpha)
         self.eta.append(state.eta)
         self.n_components.append(info["n_components"])
+        self.beta.append(state.ibp_beta)
         if keep:
             # C order, as a checkpoint gives them back: predictions from a resumed chain's
             # samples then take the same arithmetic path as from the uninterrupted chain's.
@@ -102,7 +107,12 @@ class ChainRecord:
 
     @classmethod
     def from_tree(cls, tree: dict) -> ChainRecord:
-        traces = {n: np.asarray(tree["traces"][n]).tolist() for n in _TRACES}
+        saved = tree["traces"]
+        n_sweeps = len(saved["n_active"])
+        traces = {
+            n: np.asarray(saved[n]).tolist() if n in saved else [_LATER_TRACES[n]] * n_sweeps
+            for n in _TRACES
+        }
         return cls(**traces, samples=list(tree["samples"]))
 
 
@@ -152,6 +162,11 @@ def settings_description(spec: ModelSpec) -> dict:
     return out
 
 
+#: Model settings added after checkpoints were first written, with the value under which a
+#: chain runs as it did before them (the one-parameter IBP).
+_LATER_SETTINGS = {"ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0}
+
+
 def _check_belongs(path: Path, saved: dict, data: Data, spec: ModelSpec, n_iter: int, burn_in: int) -> None:
     """Refuse a checkpoint made for other data or settings, naming what differs."""
     advice = "remove it or fit without resume=True"
@@ -164,7 +179,10 @@ def _check_belongs(path: Path, saved: dict, data: Data, spec: ModelSpec, n_iter:
         raise CheckpointMismatch(f"checkpoint {path} was written for different data ({what}); {advice}")
     # Through JSON so that tuples and lists compare equal, as they are stored.
     now = json.loads(json.dumps(settings_description(spec)))
-    was = saved["settings"]
+    was = dict(saved["settings"])
+    for key, value in _LATER_SETTINGS.items():
+        # A checkpoint from before a setting existed ran with the value that reproduces it.
+        was.setdefault(key, value)
     differ = [
         f"{key}: {was.get(key, '(absent)')!r} in the checkpoint, {now.get(key, '(absent)')!r} now"
         for key in sorted(set(now) | set(was))
@@ -316,8 +334,7 @@ def run_chain(
             # dimensions is refreshed only every PROGRESS_EFFECTIVE_EVERY sweeps (and at the
             # last), and only when a progress bar shows it. It draws no random numbers.
             if done % PROGRESS_EFFECTIVE_EVERY == 0 or done == n_iter:
-                importance = dimension_importance(state.H, state.W, state.params, data, spec)
-                k_eff = effective_dimensions(importance, int(data.observed.sum()))
+                k_eff = effective_share(*importance_and_gain(state.H, state.W, state.params, data, spec))
             progress.set_postfix(k_plus=info["k_plus"], k_eff=k_eff, refresh=False)
             progress.update(1)
         if path is not None and (done % checkpoint_every == 0 or done == n_iter):

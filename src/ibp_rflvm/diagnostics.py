@@ -31,7 +31,8 @@ def to_inference_data(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     """An ``arviz.InferenceData`` with the chains as the ``chain`` dimension.
 
     Groups: ``posterior`` (kept sweeps) and ``warmup_posterior`` (burn-in) with ``k_plus``,
-    ``alpha`` (IBP models), ``eta``, ``loglik`` (observed-data log-likelihood), ``n_components``
+    ``alpha`` (IBP models), ``beta`` (the two-parameter IBP's sharing parameter, when learned),
+    ``eta``, ``loglik`` (observed-data log-likelihood), ``n_components``
     and ``latent_distance`` (pairwise distances between `distance_rows`); ``latent``
     (chain, draw, row, latent_dim), padded with zeros to the largest number of dimensions any
     kept sample has, with ``latent_mask`` (chain, draw, latent_dim) true where a dimension
@@ -46,6 +47,8 @@ def to_inference_data(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     names = {"k_plus": "n_active", "eta": "eta", "loglik": "loglik", "n_components": "n_components"}
     if est.spec_.ibp:
         names["alpha"] = "alpha"
+    if _learns_beta(est):
+        names["beta"] = "beta"
     posterior = {k: est.traces_[v][:, burn:] for k, v in names.items()}
     warmup = {k: est.traces_[v][:, :burn] for k, v in names.items()}
     latents = [[_ordered(s["H"]) for s in res.record.samples] for res in est._chains]
@@ -99,9 +102,16 @@ def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     var_names = ["loglik", "k_plus", "eta", "latent_distance"]
     if est.spec_.ibp:
         var_names.insert(2, "alpha")
+    if _learns_beta(est):
+        var_names.insert(3, "beta")
     table = az.summary(idata, var_names=var_names, kind="all")
     effective = az.from_dict(posterior={"effective_dims": est.effective_dims_.astype(np.float64)})
     return pd.concat([table, az.summary(effective, kind="all"), chain_table(est)])
+
+
+def _learns_beta(est: Any) -> bool:
+    """Whether the fit learned the IBP's sharing parameter (a fixed one has a constant trace)."""
+    return bool(est.spec_.ibp and est.spec_.ibp_beta is None)
 
 
 def chain_table(est: Any) -> Any:

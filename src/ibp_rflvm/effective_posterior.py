@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .effective import DEFAULT_THRESHOLD, dimension_importance
+from .effective import DEFAULT_SHARE, effective_share, importance_and_gain
 from .effective import effective_dimensions as _count_effective
 
 #: At most this many kept samples per chain are scored for the effective number of dimensions.
@@ -37,6 +37,10 @@ class EffectiveDimensionsMixin:
 
     def _effective_importance(self, max_draws: int | None = None) -> list[list[np.ndarray]]:
         """``dimension_importance`` of every chain's thinned kept samples (cached per fit)."""
+        return [[imp for imp, _ in chain] for chain in self._effective_scores(max_draws)]
+
+    def _effective_scores(self, max_draws: int | None = None) -> list[list[tuple[np.ndarray, float]]]:
+        """``importance_and_gain`` of every chain's thinned kept samples (cached per fit)."""
         self._check_fitted()
         max_draws = EFFECTIVE_MAX_DRAWS if max_draws is None else max_draws
         cache = getattr(self, "_effective_cache", None)
@@ -47,7 +51,7 @@ class EffectiveDimensionsMixin:
         with threadpool_limits(limits=1, user_api="blas"):
             importance = [
                 [
-                    dimension_importance(s["H"], s["W"], s["params"], self._data, self.spec_)
+                    importance_and_gain(s["H"], s["W"], s["params"], self._data, self.spec_)
                     for s in (res.record.samples[i] for i in draws)
                 ]
                 for res in self._chains
@@ -56,29 +60,31 @@ class EffectiveDimensionsMixin:
         return importance
 
     def effective_dimensions(
-        self, threshold: float = DEFAULT_THRESHOLD, max_draws: int | None = None
+        self, threshold: float | None = None, max_draws: int | None = None, share: float = DEFAULT_SHARE
     ) -> np.ndarray:
         """Effective dimensions of each chain's thinned kept samples (``chains x draws`` ints).
 
-        A dimension counts when removing it lowers the training log-likelihood by more than
-        `threshold` nats per observed entry (see :mod:`ibp_rflvm.effective`). Another
-        `threshold` reuses the cached importances, so it costs nothing to compare several.
-        `max_draws` (default ``EFFECTIVE_MAX_DRAWS``) bounds the draws scored per chain; 1
-        scores only the final sample, the one ``latent_`` uses.
+        By default a dimension counts when removing it lowers the training log-likelihood by more
+        than `share` of the sample's gain over no latent dimensions, a threshold free of the
+        data's scale; with `threshold`, by more than `threshold` nats per observed entry instead
+        (see :mod:`ibp_rflvm.effective`). Other values reuse the cached scores, so it costs
+        nothing to compare several. `max_draws` (default ``EFFECTIVE_MAX_DRAWS``) bounds the
+        draws scored per chain; 1 scores only the final sample, the one ``latent_`` uses.
         """
         self._check_fitted()  # before _data is read, so an unfitted model says so
         n_observed = int(self._data.observed.sum())
+        if threshold is None:
+            count = lambda imp, gain: effective_share(imp, gain, share)  # noqa: E731
+        else:
+            count = lambda imp, gain: _count_effective(imp, n_observed, threshold)  # noqa: E731
         return np.array(
-            [
-                [_count_effective(imp, n_observed, threshold) for imp in chain]
-                for chain in self._effective_importance(max_draws)
-            ],
+            [[count(imp, gain) for imp, gain in chain] for chain in self._effective_scores(max_draws)],
             dtype=np.int64,
         )
 
     @property
     def effective_dims_(self) -> np.ndarray:
-        """Effective dimensions at the default threshold, ``chains x draws``; the draws are the
+        """Effective dimensions at the default share of the gain, ``chains x draws``; the draws are the
         kept samples thinned evenly to at most ``EFFECTIVE_MAX_DRAWS`` per chain
         (``effective_draws_`` gives their indices among the kept samples)."""
         return self.effective_dimensions()

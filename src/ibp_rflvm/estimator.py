@@ -72,6 +72,10 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
     def _max_dims(self) -> int | None:
         return None
 
+    def _ibp_beta(self) -> tuple[float | None, tuple[float, float]]:
+        """``(ibp_beta, its prior)`` for the spec: the one-parameter IBP unless overridden."""
+        return 1.0, (1.0, 1.0)
+
     def _spec(self) -> ModelSpec:
         if not isinstance(self.likelihood, str):
             raise ValueError(f"likelihood must be a name such as 'gaussian'; got {self.likelihood!r}")
@@ -83,6 +87,12 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {sorted(SAMPLERS)}; got {self.sampler!r}")
         paper = self.sampler == "paper"
+        ibp_beta, ibp_beta_prior = self._ibp_beta()
+        if paper and ibp_beta != 1.0:
+            raise ValueError(
+                "sampler='paper' is the stick-breaking slice sampler of the one-parameter IBP: "
+                f"it needs ibp_beta=1.0; got {ibp_beta!r}"
+            )
         return ModelSpec(
             n_frequencies=n_frequencies,
             ibp=self._ibp,
@@ -95,6 +105,8 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             moves=self._ibp and not paper,
             scaled_start=not paper,
             max_dims=self._max_dims(),
+            ibp_beta=ibp_beta,
+            ibp_beta_prior=ibp_beta_prior,
         )
 
     def _chain_starts(self, spec: ModelSpec, n_chains: int) -> list[int]:
@@ -204,12 +216,13 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         self.n_samples_fit_ = Yv.shape[0]
         self.traces_ = {
             name: np.array([getattr(res.record, name) for res in results])
-            for name in ("n_active", "loglik", "alpha", "eta", "n_components")
+            for name in ("n_active", "loglik", "alpha", "eta", "n_components", "beta")
         }
         self.n_active_ = self.traces_["n_active"][0]
         self.log_likelihood_ = self.traces_["loglik"][0]
         self.alpha_ = self.traces_["alpha"][0]
         self.eta_ = self.traces_["eta"][0]
+        self.beta_ = self.traces_["beta"][0]
         self.n_mixture_components_ = self.traces_["n_components"][0]
         self.latent_samples_ = [_ordered_latent(smp["H"]) for smp in first.record.samples]
         self.latent_ = _ordered_latent(first.state.H)
@@ -394,6 +407,16 @@ class IBPRFLVM(_RFLVMBase):
         uses (Cambridge 4-6, cancer 13-37, mice 24-47); a fit whose ``K+`` sits at the cap
         warns (``CapReachedWarning``). docs/sampler.md section 7 has the measurements.
     alpha_prior : ``(shape, rate)`` of the Gamma prior on the IBP concentration.
+    ibp_beta : the sharing parameter ``beta`` of the two-parameter IBP (Ghahramani, Griffiths and
+        Sollich 2007): a number fixes it, None learns it under `ibp_beta_prior`.
+        ``E[dims per row] = alpha`` whatever ``beta``, while ``E[K+] = alpha sum_{i<=N}
+        beta / (beta + i - 1)``, so a small ``beta`` means fewer, more widely shared dimensions.
+        The default, 1.0, is the one-parameter IBP of the paper, and the only value that keeps
+        the paper's stick-breaking slice step (``sampler="paper"`` uses it, and refuses another
+        number); otherwise ``Z`` is updated by the exchangeable moves alone. ``beta_`` and
+        ``traces_["beta"]`` hold its trace. Learned, it did not beat ``beta = 1`` on held-out
+        density from every start (docs/sampler.md section 10), hence the default.
+    ibp_beta_prior : ``(shape, rate)`` of the Gamma prior on ``beta`` when it is learned.
     eta_prior : ``(shape, rate)`` of the Gamma prior on the DP concentration.
     lam0 : NIW mean-precision scale of the frequency mixture.
     likelihood_params : hyperparameters of the likelihood, e.g. ``{"a0": 1.0, "b0": 1.0}`` for
@@ -459,6 +482,8 @@ class IBPRFLVM(_RFLVMBase):
         replica_top: float = 5.0,
         combine: str = "stack",
         stacking_max_entries: int = MAX_ENTRIES,
+        ibp_beta: float | None = 1.0,
+        ibp_beta_prior: tuple[float, float] = (1.0, 1.0),
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -468,6 +493,8 @@ class IBPRFLVM(_RFLVMBase):
         self.random_state = random_state
         self.max_dims = max_dims
         self.alpha_prior = alpha_prior
+        self.ibp_beta = ibp_beta
+        self.ibp_beta_prior = ibp_beta_prior
         self.eta_prior = eta_prior
         self.lam0 = lam0
         self.likelihood_params = likelihood_params
@@ -488,6 +515,15 @@ class IBPRFLVM(_RFLVMBase):
 
     def _max_dims(self) -> int | None:
         return None if self.max_dims is None else check_int("max_dims", self.max_dims, 1)
+
+    def _ibp_beta(self) -> tuple[float | None, tuple[float, float]]:
+        beta = None if self.ibp_beta is None else check_positive("ibp_beta", self.ibp_beta)
+        prior = self.ibp_beta_prior
+        if not isinstance(prior, tuple | list) or len(prior) != 2:
+            raise ValueError(f"ibp_beta_prior must be a (shape, rate) pair; got {prior!r}")
+        shape = check_positive("ibp_beta_prior[0] (shape)", prior[0])
+        rate = check_positive("ibp_beta_prior[1] (rate)", prior[1])
+        return beta, (shape, rate)
 
 
 class RFLVM(_RFLVMBase):

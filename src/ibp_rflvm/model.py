@@ -19,6 +19,7 @@ from .features import feature_map
 from .likelihoods import gaussian
 from .likelihoods.base import Prepared
 from .samplers import absorb, dimension_moves, dp_mixture, factorised, ibp, transfer, whole_dimension
+from .samplers.ibp_beta import update_beta
 
 #: Frequency updates of the collapsed Gaussian's sweep, by `ModelSpec.frequency_update`.
 FREQUENCY_UPDATES = {"mh": gaussian.mh_frequencies, "ess": gaussian.ess_frequencies}
@@ -48,6 +49,14 @@ class ModelSpec:
     absorb/emit moves of :mod:`.samplers.absorb` (None: off). `pairs_per_dim` bounds each of
     the two by visiting at most ``ceil(pairs_per_dim * K)`` aligned pairs per sweep (a uniform
     random subset when there are more; None: every aligned pair).
+
+    `ibp_beta` is the sharing parameter of the two-parameter IBP (:mod:`.samplers.ibp_beta`):
+    1.0 (the default here) is the one-parameter IBP and keeps the paper's stick-breaking slice
+    step; another number fixes it; None learns it under the ``Gamma(shape, rate)`` prior
+    `ibp_beta_prior`. With ``beta`` other than a fixed 1 the slice step, which is for
+    ``beta = 1`` only, is left out: ``Z`` is updated by its exchangeable conditionals alone
+    (the dimension moves, which must then be on). `ibp_beta_warmup` holds a learned ``beta`` at
+    1, with the slice step, for that many sweeps from the start (the burn-in must cover them).
     """
 
     n_frequencies: int = 50
@@ -70,8 +79,12 @@ class ModelSpec:
     frequency_update: str = "mh"
     start_density: float = 1.0
     max_dims: int | None = None
+    ibp_beta: float | None = 1.0
+    ibp_beta_prior: tuple[float, float] = (1.0, 1.0)
+    ibp_beta_warmup: int = 0
 
     def __post_init__(self) -> None:
+        _check_ibp_beta(self)
         if self.max_dims is not None:
             cap = self.max_dims
             if isinstance(cap, bool) or not isinstance(cap, numbers.Integral) or cap < 1:
@@ -91,6 +104,11 @@ class ModelSpec:
         if self.frequency_update == "ess" and not self.likelihood.collapsed:
             raise ValueError("frequency_update='ess' is implemented for the collapsed Gaussian only")
 
+    @property
+    def stick_breaking(self) -> bool:
+        """Whether the sweep runs the slice step: the one-parameter IBP, ``beta`` fixed at 1."""
+        return self.ibp_beta == 1.0
+
     def pair_budget(self, n_dims: int) -> int | None:
         """Aligned pairs each pair move may visit per sweep with `n_dims` active dimensions."""
         return None if self.pairs_per_dim is None else max(1, math.ceil(self.pairs_per_dim * n_dims))
@@ -98,6 +116,25 @@ class ModelSpec:
     @property
     def gaussian_prior(self) -> gaussian.GaussianPrior:
         return self.likelihood.prior
+
+
+def _check_ibp_beta(spec: ModelSpec) -> None:
+    beta = spec.ibp_beta
+    if beta is not None and (
+        isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0.0 < beta < math.inf
+    ):
+        raise ValueError(f"ibp_beta must be a positive number or None (learned); got {beta!r}")
+    warm = spec.ibp_beta_warmup
+    if isinstance(warm, bool) or not isinstance(warm, numbers.Integral) or warm < 0:
+        raise ValueError(f"ibp_beta_warmup must be a non-negative integer; got {warm!r}")
+    prior = spec.ibp_beta_prior
+    if len(prior) != 2 or not all(isinstance(v, numbers.Real) and 0.0 < v < math.inf for v in prior):
+        raise ValueError(f"ibp_beta_prior must be (shape, rate), both positive; got {prior!r}")
+    if spec.ibp and not spec.stick_breaking and not spec.moves:
+        raise ValueError(
+            "the two-parameter IBP (ibp_beta other than 1) updates Z by the dimension moves, which "
+            "moves=False switches off (the paper's slice sampler is for beta = 1 only)"
+        )
 
 
 @dataclass(frozen=True)
@@ -123,8 +160,9 @@ class Data:
 class ChainState:
     """One state of the chain.
 
-    ``params`` holds the likelihood's variables (``beta`` always; ``sigma2`` for the Gaussian,
-    dispersions and the like for count models). ``Y`` is the completed data (observed entries
+    ``params`` holds the likelihood's variables (``beta`` always, the weights; ``sigma2`` for the
+    Gaussian, dispersions and the like for count models). ``ibp_beta`` is the IBP's sharing
+    parameter (1 for the one-parameter IBP). ``Y`` is the completed data (observed entries
     plus imputations) for the collapsed Gaussian, and ``None`` for the other likelihoods, whose
     unobserved entries are simply left out of every sum.
     """
@@ -142,6 +180,7 @@ class ChainState:
     params: dict
     loglik: float
     sweep: int = 0
+    ibp_beta: float = 1.0
 
     @property
     def H(self) -> np.ndarray:
@@ -169,6 +208,7 @@ class _Work:
     Sigma: np.ndarray
     eta: float
     Y: np.ndarray | None
+    ibp_beta: float = 1.0
 
 
 def _pca_init(Y: np.ndarray, k: int) -> np.ndarray:
@@ -218,7 +258,9 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
         Y1 = None
         params = lik.init_params(rng, Phi, data.prep)
         ll = _factorised_loglik(lik, Phi, params, data.prep)
-    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y1, params, ll, 0)
+    # A learned beta starts at 1, the one-parameter IBP.
+    beta0 = 1.0 if spec.ibp_beta is None else float(spec.ibp_beta)
+    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y1, params, ll, 0, beta0)
 
 
 def _factorised_loglik(lik, Phi: np.ndarray, params: dict, prep: Prepared) -> float:
@@ -263,8 +305,8 @@ def _pair_move(rng, w: _Work, spec: ModelSpec, Phi, target, counts, min_cos, mov
     budget = spec.pair_budget(w.W.shape[1])
     if spec.use_likelihood and spec.likelihood.collapsed:
         chosen = pairs(w.W, min_cos, rng, budget)
-        return kernel(rng, *_kernel_args(w, spec, Phi, target.cache), counts, *chosen)
-    return array_move(rng, w.X, w.Z, w.W, counts, min_cos, target, budget)
+        return kernel(rng, *_kernel_args(w, spec, Phi, target.cache), counts, *chosen, w.ibp_beta)
+    return array_move(rng, w.X, w.Z, w.W, counts, min_cos, target, budget, w.ibp_beta)
 
 
 def _dimension_moves(
@@ -278,14 +320,16 @@ def _dimension_moves(
     q = spec.flip_scale
     if not spec.use_likelihood:
         target = dimension_moves.NoLikelihood()
-        flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target)
+        flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target, w.ibp_beta)
     elif spec.likelihood.collapsed:
         cache = gaussian.build_cache(Phi, w.Y, spec.likelihood.prior)
-        flips = dimension_moves.flip_rows_collapsed(rng, *_kernel_args(w, spec, Phi, cache), counts, q)
+        flips = dimension_moves.flip_rows_collapsed(
+            rng, *_kernel_args(w, spec, Phi, cache), counts, q, w.ibp_beta
+        )
         target = dimension_moves.CollapsedRows(Phi, w.Y, cache, spec.likelihood.prior, spec.bias)
     else:
         target = dimension_moves.FactorisedRows(fs)
-        flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target)
+        flips = dimension_moves.flip_columns(rng, w.X, w.Z, w.W, counts, q, target, w.ibp_beta)
     t_flips = time.perf_counter()
     transfers = _pair_move(rng, w, spec, Phi, target, counts, spec.transfer_min_cos, _TRANSFER)
     t_transfers = time.perf_counter()
@@ -293,7 +337,7 @@ def _dimension_moves(
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, info = dimension_moves.singleton_birth_death(
-        rng, dims, w.alpha, q, spec.lam0, target, spec.max_dims
+        rng, dims, w.alpha, q, spec.lam0, target, spec.max_dims, w.ibp_beta
     )
     t2 = time.perf_counter()
     if spec.whole_move is not None:
@@ -304,7 +348,9 @@ def _dimension_moves(
         else:
             whole = whole_dimension.FactorisedTarget(fs)
         proposal = whole_dimension.PROPOSALS[spec.whole_move]()
-        dims, more = whole_dimension.birth_death_step(rng, dims, w.alpha, spec.lam0, whole, proposal)
+        dims, more = whole_dimension.birth_death_step(
+            rng, dims, w.alpha, spec.lam0, whole, proposal, w.ibp_beta
+        )
         info.update(more)
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
     info["flips"] = int(flips)
@@ -317,6 +363,39 @@ def _dimension_moves(
     return info
 
 
+def _slice_step(rng: np.random.Generator, w: _Work, spec: ModelSpec, data: Data, params: dict, info: dict):
+    """The paper's stick-breaking slice step (one-parameter IBP): represent the sticks above the
+    slice, then the Gibbs pass of ``Z`` in decreasing-stick order. Returns ``(Phi, fs)``, the
+    collapsed Gaussian's features or the factorised likelihood's state (None otherwise)."""
+    lik = spec.likelihood
+    N = w.X.shape[0]
+    fs = None
+    keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
+    _resize(rng, w, keep, new_pi.size, spec.lam0)
+    w.pi = np.concatenate([w.pi[keep], new_pi])
+    order = ibp.scan_order(w.pi)
+    _resize(rng, w, order, 0, spec.lam0)
+    w.pi = w.pi[order]
+    counts = w.Z.sum(axis=0).astype(np.int64)
+    room = ibp.room(int(np.count_nonzero(counts)), spec.max_dims)
+    Phi = None
+    if not spec.use_likelihood:
+        zero = np.zeros(N)
+        for d in range(w.Z.shape[1]):
+            ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts, room)
+    elif lik.collapsed:
+        Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+        cache = gaussian.build_cache(Phi, w.Y, lik.prior)
+        args = _kernel_args(w, spec, Phi, cache)
+        info["z_flips"] = gaussian.gibbs_z_rows(rng, *args, w.pi, counts, room)
+    else:
+        fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
+        info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs, room)
+    info["slice"] = s
+    info["new_dims"] = int(new_pi.size)
+    return Phi, fs
+
+
 def sweep(
     rng: np.random.Generator, state: ChainState, data: Data, spec: ModelSpec
 ) -> tuple[ChainState, dict]:
@@ -324,7 +403,7 @@ def sweep(
     w = _Work(
         state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
         state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta,
-        None if state.Y is None else state.Y.copy(),
+        None if state.Y is None else state.Y.copy(), state.ibp_beta,
     )  # fmt: skip
     lik = spec.likelihood
     collapsed = lik.collapsed
@@ -334,27 +413,23 @@ def sweep(
     fs = None
 
     if spec.ibp:
-        keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
-        _resize(rng, w, keep, new_pi.size, spec.lam0)
-        w.pi = np.concatenate([w.pi[keep], new_pi])
-        order = ibp.scan_order(w.pi)
-        _resize(rng, w, order, 0, spec.lam0)
-        w.pi = w.pi[order]
-        counts = w.Z.sum(axis=0).astype(np.int64)
-        room = ibp.room(int(np.count_nonzero(counts)), spec.max_dims)
-        Phi = None
-        if not spec.use_likelihood:
-            zero = np.zeros(N)
-            for d in range(w.Z.shape[1]):
-                ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts, room)
-        elif collapsed:
-            Phi = feature_map(w.X * w.Z, w.W, spec.bias)
-            cache = gaussian.build_cache(Phi, w.Y, lik.prior)
-            args = _kernel_args(w, spec, Phi, cache)
-            info["z_flips"] = gaussian.gibbs_z_rows(rng, *args, w.pi, counts, room)
+        # A learned beta is held at 1 (the one-parameter sweep) for the first
+        # `ibp_beta_warmup` sweeps: the all-on start is no evidence about beta (docs/sampler.md
+        # section 10). Kept samples must come after the warm-up.
+        warming = spec.ibp_beta is None and state.sweep < spec.ibp_beta_warmup
+        if spec.stick_breaking or warming:
+            Phi, fs = _slice_step(rng, w, spec, data, params, info)
         else:
-            fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
-            info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs, room)
+            # The two-parameter IBP has no stick-breaking slice step: Z is updated by the
+            # exchangeable moves below alone (the flips for the dimensions other rows use, the
+            # singleton births and deaths for the rest), which work with the sticks integrated out.
+            Phi = None
+            if spec.use_likelihood and collapsed:
+                Phi = feature_map(w.X * w.Z, w.W, spec.bias)
+            elif spec.use_likelihood:
+                fs = factorised.FactorisedState(
+                    w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep
+                )
         if spec.moves:
             # The moves work with the sticks integrated out: drop the inactive dimensions (exact
             # marginalisation), move, and let update_sticks draw pi | Z afterwards. So the order
@@ -367,15 +442,16 @@ def sweep(
             active = np.flatnonzero(w.Z.any(axis=0))
             _resize(rng, w, rng.permutation(active), 0, spec.lam0)
             info.update(_dimension_moves(rng, w, spec, Phi, fs))
-        keep, w.pi = ibp.update_sticks(rng, w.Z)
+        keep, w.pi = ibp.update_sticks(rng, w.Z, w.ibp_beta)
         _resize(rng, w, keep, 0, spec.lam0)
         if fs is not None:
             fs.Phi = np.ascontiguousarray(fs.Phi)  # dropped dimensions were inactive: Phi unchanged
+        counts = w.Z.sum(axis=0)
         if spec.fixed_alpha is None:
             a, b = spec.alpha_prior
-            w.alpha = ibp.update_alpha(rng, w.Z.shape[1], N, a, b)
-        info["slice"] = s
-        info["new_dims"] = int(new_pi.size)
+            w.alpha = ibp.update_alpha(rng, w.Z.shape[1], N, a, b, w.ibp_beta)
+        if spec.ibp_beta is None and not warming:
+            w.ibp_beta = update_beta(rng, counts, N, w.alpha, w.ibp_beta, spec.ibp_beta_prior)
 
     if not spec.use_likelihood:
         # No likelihood: ESS accepts its first proposal and MH always accepts the prior draw.
@@ -417,7 +493,7 @@ def sweep(
         ll = _factorised_loglik(lik, fs.Phi, params, data.prep)
     new = ChainState(
         w.X, w.Z, w.pi, float(w.alpha), w.W, w.zeta, w.mu, w.Sigma, float(w.eta), Ynew, params,
-        float(ll), state.sweep + 1,
+        float(ll), state.sweep + 1, float(w.ibp_beta),
     )  # fmt: skip
     info["k_plus"] = new.k_plus
     info["n_components"] = int(w.zeta.max()) + 1

@@ -4,7 +4,7 @@ Model (SPEC section 4), for row ``i`` of the ``N x J`` data::
 
     y_i | h_i, A, sigma^2 ~ N(h_i A, sigma^2 I_J),        h_i = x_i * z_i (elementwise)
     x_id ~ N(0, 1),    A_d ~ N(0, sigma_A^2 I_J)  (row d of the K x J loading matrix)
-    Z ~ IBP(alpha),    alpha ~ Gamma(a, b)        (shape, rate)
+    Z ~ IBP(alpha, beta),    alpha ~ Gamma(a, b)  (shape, rate; beta = 1 by default, or learned)
     sigma^2 ~ InvGamma(a_s, b_s),    sigma_A^2 ~ InvGamma(a_A, b_A)
 
 Unobserved entries (NaN) are handled by data augmentation: the state carries a completed data
@@ -45,6 +45,13 @@ One sweep, each step an exact draw from the conditional named:
    ``sigma_A^2 ~ InvGamma(a_A + KJ/2, b_A + |A|^2 / 2)``.
 7. The unobserved entries ``y_ij ~ N(h_i a_j, sigma^2)``.
 
+The two-parameter IBP (``ibp_beta`` other than 1; :mod:`ibp_rflvm.samplers.ibp_beta`) has no
+slice step: step 1 only puts the active dimensions in a random order, step 2 uses
+``ibp.exchangeable_column`` (prior odds ``m / (N - 1 + beta - m)`` for the dimensions other rows
+use; a row's own dimensions are the singleton birth/death move's, whose new dimensions are
+``Poisson(alpha beta / (N - 1 + beta))``), step 3 draws ``alpha ~ Gamma(a + K+, b + sum_i beta /
+(beta + i - 1))`` and, when ``beta`` is learned, ``beta | Z, alpha`` by slice sampling.
+
 With ``use_likelihood=False`` the data are switched off: the z log-ratio is zero and ``X``, ``A``
 and ``sigma^2`` are drawn from their priors, so ``Z`` follows the IBP prior (a sampler check).
 
@@ -72,6 +79,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._validation import as_data_matrix, check_random_state
 from ..evaluation.metrics import LOG_2PI, gaussian_logpdf, lpd_from_samples
 from ..samplers import ibp
+from ..samplers.ibp_beta import update_beta
 from ._common import check_fitted, check_int, check_positive, heldout_for, resolve_burn_in
 
 
@@ -87,6 +95,7 @@ class LFMState:
     sigma2: float
     sigma_a2: float
     Y: np.ndarray  # N x J
+    ibp_beta: float = 1.0
 
     @property
     def H(self) -> np.ndarray:
@@ -103,6 +112,12 @@ class LFMParams:
     sigma_a2_prior: tuple[float, float] = (1.0, 1.0)
     use_likelihood: bool = True
     singleton_moves: bool = True
+    ibp_beta: float | None = 1.0  # None: learned under ibp_beta_prior
+    ibp_beta_prior: tuple[float, float] = (1.0, 1.0)
+
+    @property
+    def stick_breaking(self) -> bool:
+        return self.ibp_beta == 1.0
 
 
 def _inv_gamma(rng: np.random.Generator, shape: float, rate: float) -> float:
@@ -190,6 +205,7 @@ def init_state(
     st = LFMState(
         X=X, Z=Z, A=np.zeros((k, J)), pi=pi, alpha=float(alpha),
         sigma2=max(0.5 * var, 1e-6), sigma_a2=1.0, Y=Y0,
+        ibp_beta=1.0 if prm.ibp_beta is None else float(prm.ibp_beta),
     )  # fmt: skip
     update_loadings(rng, st, prm)
     update_variances(rng, st, prm)
@@ -203,15 +219,22 @@ def init_state(
 
 
 def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> dict:
-    """Steps 1-3: the IBP slice step, the joint ``(z, x)`` pass per dimension, sticks, alpha."""
+    """Steps 1-3: the IBP slice step, the joint ``(z, x)`` pass per dimension, sticks, alpha
+    (and beta when it is learned)."""
     N, J = st.Y.shape
-    keep, new_pi, s = ibp.extend(rng, st.Z, st.pi, st.alpha)
+    if prm.stick_breaking:
+        keep, new_pi, s = ibp.extend(rng, st.Z, st.pi, st.alpha)
+        pi = np.concatenate([st.pi[keep], new_pi])
+        order = ibp.scan_order(pi)
+    else:
+        # No sticks: the active dimensions in a random order (one that does not depend on Z).
+        keep, new_pi, s = np.flatnonzero(st.Z.any(axis=0)), np.empty(0), float("nan")
+        pi = st.pi[keep]
+        order = rng.permutation(keep.size)
     n_new = new_pi.size
     X = np.hstack([st.X[:, keep], rng.standard_normal((N, n_new))])
     Z = np.hstack([st.Z[:, keep], np.zeros((N, n_new), dtype=np.int8)])
     A = np.vstack([st.A[keep], np.sqrt(st.sigma_a2) * rng.standard_normal((n_new, J))])
-    pi = np.concatenate([st.pi[keep], new_pi])
-    order = ibp.scan_order(pi)
     X = np.ascontiguousarray(X[:, order])
     Z = np.ascontiguousarray(Z[:, order], dtype=np.int8)
     A = np.ascontiguousarray(A[order])
@@ -229,7 +252,7 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
             ra = E @ a + h_old * aa  # a . (residual of each row without dimension d)
             prec = 1.0 + aa / s2
             delta_ll = 0.5 * ((ra / s2) ** 2 / prec - np.log(prec))
-            ibp.gibbs_column(rng, Z, d, delta_ll, pi, counts, free)
+            _z_column(rng, Z, d, delta_ll, pi, counts, free, prm, st.ibp_beta)
             on = Z[:, d] == 1
             e = rng.standard_normal(N)
             x = np.where(on, ra / (s2 * prec) + e / np.sqrt(prec), e)
@@ -238,22 +261,32 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
     else:
         zero = np.zeros(N)
         for d in range(Z.shape[1]):
-            ibp.gibbs_column(rng, Z, d, zero, pi, counts, free)
+            _z_column(rng, Z, d, zero, pi, counts, free, prm, st.ibp_beta)
 
-    info = {"slice": s, "new_dims": int(n_new)}
+    info = {"slice": s, "new_dims": int(n_new)} if prm.stick_breaking else {}
     if prm.singleton_moves:
         # With the sticks integrated out (exact: update_sticks redraws pi | Z below).
         active = np.flatnonzero(Z.any(axis=0))
         X, Z, A, moved = singleton_birth_death(rng, X[:, active], Z[:, active], A[active], st, prm)
         info.update(moved)
-    keep, pi = ibp.update_sticks(rng, Z)
+    keep, pi = ibp.update_sticks(rng, Z, st.ibp_beta)
     st.X = np.ascontiguousarray(X[:, keep])
     st.Z = np.ascontiguousarray(Z[:, keep])
     st.A = np.ascontiguousarray(A[keep])
     st.pi = pi
     if prm.fixed_alpha is None:
-        st.alpha = ibp.update_alpha(rng, int(keep.size), N, *prm.alpha_prior)
+        st.alpha = ibp.update_alpha(rng, int(keep.size), N, *prm.alpha_prior, st.ibp_beta)
+    if prm.ibp_beta is None:
+        st.ibp_beta = update_beta(rng, st.Z.sum(axis=0), N, st.alpha, st.ibp_beta, prm.ibp_beta_prior)
     return info
+
+
+def _z_column(rng, Z, d, delta_ll, pi, counts, room, prm: LFMParams, beta: float) -> None:
+    """Column `d`'s z pass: the slice sampler's (one-parameter IBP) or the exchangeable one."""
+    if prm.stick_breaking:
+        ibp.gibbs_column(rng, Z, d, delta_ll, pi, counts, room)
+    else:
+        ibp.exchangeable_column(rng, Z, d, delta_ll, counts, beta)
 
 
 def _collapsed_row_gain(r: np.ndarray, B: np.ndarray, s2: float) -> tuple[float, np.ndarray, np.ndarray]:
@@ -270,8 +303,8 @@ def _collapsed_row_gain(r: np.ndarray, B: np.ndarray, s2: float) -> tuple[float,
 def singleton_birth_death(
     rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, A: np.ndarray, st: LFMState, prm: LFMParams
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """For each row, replace the dimensions it owns alone by ``k ~ Poisson(alpha / N)`` new ones
-    (docs/sampler.md), with their ``x`` integrated out.
+    """For each row, replace the dimensions it owns alone by ``k ~ Poisson(alpha beta / (N - 1 +
+    beta))`` new ones (``alpha / N`` at ``beta = 1``; docs/sampler.md), with their ``x`` integrated out.
 
     The count and the new loading rows are proposed from their prior (``N(0, sigma_A^2 I)``), so
     the acceptance ratio is the ratio of the row's likelihoods with the new and with the old
@@ -280,7 +313,7 @@ def singleton_birth_death(
     Only the rows :func:`ibp.singleton_plan` names are visited. Returns the arrays and move counts.
     """
     N, J = st.Y.shape
-    k_new, counts, rows = ibp.singleton_plan(rng, Z, st.alpha)
+    k_new, counts, rows = ibp.singleton_plan(rng, Z, st.alpha, st.ibp_beta)
     births = deaths = 0
     for i in rows:
         old = ibp.owned_singletons(Z[i], counts)
@@ -421,6 +454,11 @@ class IBPLinearFactorModel:
     sigma2_prior, sigma_a2_prior : ``(shape, rate)`` of the inverse-gamma priors on the noise
         variance and on the loading variance.
     use_likelihood : False switches the data off (the chain samples the prior; a sampler check).
+    ibp_beta : the two-parameter IBP's sharing parameter (as in ``IBPRFLVM``): 1.0 (default,
+        the one-parameter IBP of the published baseline), another number to fix it, None to learn
+        it under `ibp_beta_prior` (Gamma shape, rate). Other than 1 it needs ``sampler="default"``:
+        the singleton birth/death is then the only way a dimension is born.
+    ibp_beta_prior : ``(shape, rate)`` of the Gamma prior on ``beta`` when it is learned.
     sampler : ``"default"`` adds singleton birth/death with ``x`` integrated out to every sweep
         (:func:`singleton_birth_death`); ``"paper"`` is the sweep above alone. The joint
         ``(z, x)`` flips of the RFLVM are not needed here: step 2 already updates ``(z, x)``
@@ -432,7 +470,7 @@ class IBPLinearFactorModel:
     mean_active_per_row_ : after every sweep, the mean over rows of the number of active
         dimensions.
     log_likelihood_ : observed-data log-likelihood after every sweep.
-    alpha_trace_, sigma2_trace_, sigma_a2_trace_ : the hyperparameters after every sweep.
+    alpha_trace_, beta_trace_, sigma2_trace_, sigma_a2_trace_ : the hyperparameters after every sweep.
     latent_ : ``N x K+`` matrix ``X * Z`` of the final sample, dimensions in decreasing order of
         use. components_ : the matching ``K+ x J`` loadings ``A``. active_ : the matching ``Z``.
     latent_samples_, components_samples_, sigma2_samples_ : the kept samples (lists of arrays,
@@ -452,6 +490,8 @@ class IBPLinearFactorModel:
         sigma_a2_prior: tuple[float, float] = (1.0, 1.0),
         init: str = "ica",
         sampler: str = "default",
+        ibp_beta: float | None = 1.0,
+        ibp_beta_prior: tuple[float, float] = (1.0, 1.0),
     ) -> None:
         self.n_iter = n_iter
         self.burn_in = burn_in
@@ -464,6 +504,8 @@ class IBPLinearFactorModel:
         self.sigma_a2_prior = sigma_a2_prior
         self.init = init
         self.sampler = sampler
+        self.ibp_beta = ibp_beta
+        self.ibp_beta_prior = ibp_beta_prior
 
     def _check_params(self) -> tuple[int, int, int, LFMParams]:
         n_iter, burn_in = resolve_burn_in(self.n_iter, self.burn_in)
@@ -475,7 +517,15 @@ class IBPLinearFactorModel:
             raise ValueError(f"use_likelihood must be a bool; got {self.use_likelihood!r}")
         if self.sampler not in ("default", "paper"):
             raise ValueError(f"sampler must be 'default' or 'paper'; got {self.sampler!r}")
+        beta = None if self.ibp_beta is None else check_positive("ibp_beta", self.ibp_beta)
+        if beta != 1.0 and self.sampler == "paper":
+            raise ValueError(
+                "sampler='paper' has no singleton birth/death, which the two-parameter IBP needs to "
+                f"create dimensions; use ibp_beta=1.0 or sampler='default' (got ibp_beta={self.ibp_beta!r})"
+            )
         prm = LFMParams(
+            ibp_beta=beta,
+            ibp_beta_prior=_check_pair("ibp_beta_prior", self.ibp_beta_prior),
             singleton_moves=self.sampler == "default",
             alpha_prior=_check_pair("alpha_prior", self.alpha_prior),
             fixed_alpha=fixed,
@@ -499,6 +549,7 @@ class IBPLinearFactorModel:
         per_row = np.empty(n_iter)
         loglik = np.empty(n_iter)
         alpha = np.empty(n_iter)
+        beta = np.empty(n_iter)
         sigma2 = np.empty(n_iter)
         sigma_a2 = np.empty(n_iter)
         H_s: list[np.ndarray] = []
@@ -509,6 +560,7 @@ class IBPLinearFactorModel:
             per_row[it] = st.Z.sum(axis=1).mean()
             loglik[it] = observed_loglik(st, observed)
             alpha[it], sigma2[it], sigma_a2[it] = st.alpha, st.sigma2, st.sigma_a2
+            beta[it] = st.ibp_beta
             if it >= burn_in:
                 H_s.append(st.H)
                 A_s.append(st.A.copy())
@@ -518,6 +570,7 @@ class IBPLinearFactorModel:
         self.mean_active_per_row_ = per_row
         self.log_likelihood_ = loglik
         self.alpha_trace_ = alpha
+        self.beta_trace_ = beta
         self.sigma2_trace_ = sigma2
         self.sigma_a2_trace_ = sigma_a2
         self.latent_ = st.H[:, order]

@@ -13,9 +13,10 @@ The move, for an ordered pair ``(a, b)`` of active dimensions with ``|cos(w_a, w
   while off (prior ``N(0, 1)``).
 
 ``x_b`` is unchanged, so the map is a shear (Jacobian 1) and each is the other's inverse.
-Acceptance in the exchangeable view (sticks integrated out; ``m`` = other rows using ``b``):
-absorb ``(N - m)/m * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``,
-emit ``m/(N - m) * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``.
+Acceptance in the exchangeable view (sticks integrated out; ``m`` = other rows using ``b``;
+``beta`` the two-parameter IBP's sharing parameter, 1 for the one-parameter IBP):
+absorb ``(N - 1 + beta - m)/m * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``,
+emit ``m/(N - 1 + beta - m) * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``.
 The ordered pairs and ``c`` depend on ``W`` only, which the move leaves alone.
 """
 
@@ -28,6 +29,7 @@ from numba import njit
 
 from ..features import row_features
 from ..row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
+from . import ibp
 from .transfer import aligned_pairs
 
 
@@ -44,9 +46,10 @@ def ordered_pairs(
 
 
 @njit(cache=True)
-def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int) -> float:
+def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int, ibp_beta: float = 1.0) -> float:
     """Prior part of the log acceptance ratio (module docstring); `m` excludes the row."""
-    odds = math.log(n - m) - math.log(m) if z_b == 1 else math.log(m) - math.log(n - m)
+    on = ibp.log_share_odds(m, n, ibp_beta)
+    odds = -on if z_b == 1 else on
     return odds - 0.5 * (new_a * new_a - x_a * x_a)
 
 
@@ -64,7 +67,7 @@ def _proposal(X, Z, i, a, b, c, counts):
 
 @njit(cache=True, fastmath=FAST)
 def absorb_rows_collapsed(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, keep, toggle, cs
+    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, keep, toggle, cs, ibp_beta=1.0
 ):
     """Every row in turn, every ordered aligned pair: one absorb or emit proposal, scored by the
     rank-2 row cache. Returns ``(proposed, accepted)``."""
@@ -91,7 +94,7 @@ def absorb_rows_collapsed(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             tried += 1
-            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N) + ll_new - state[1]:
+            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N, ibp_beta) + ll_new - state[1]:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 X[i, a] = new_a
                 Z[i, b] = 1 - z_b
@@ -102,7 +105,7 @@ def absorb_rows_collapsed(
 
 
 @njit(cache=True)
-def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, accepted):
+def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, ibp_beta, accepted):
     """Accept or reject pair ``(a, b)``'s proposals row by row (``m`` couples them)."""
     N = Z.shape[0]
     tried = acc = 0
@@ -113,7 +116,7 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, accepted):
             continue
         z_b = Z[i, b]
         tried += 1
-        if math.log(rng.random()) < absorb_log_ratio(z_b, X[i, a], new_a, m, N) + delta_ll[i]:
+        if math.log(rng.random()) < absorb_log_ratio(z_b, X[i, a], new_a, m, N, ibp_beta) + delta_ll[i]:
             X[i, a] = new_a
             Z[i, b] = 1 - z_b
             counts[b] += 1 - 2 * z_b
@@ -123,7 +126,8 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, accepted):
 
 
 def absorb_pairs(
-    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None,
+    ibp_beta: float = 1.0,
 ) -> tuple[int, int]:
     """Absorb/emit for a row-factorised target (or the prior alone), one ordered pair at a time.
 
@@ -145,7 +149,7 @@ def absorb_pairs(
         H_rows[:, a] = np.where(on, X[rows, a] + c * X[rows, b], X[rows, a] - c * X[rows, b])
         H_rows[:, b] = np.where(on, 0.0, X[rows, b])
         delta[rows] = target.deltas_at(rows, H_rows, W)
-        t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, accepted)
+        t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, float(ibp_beta), accepted)
         tried += t
         acc += n_acc
         if n_acc:

@@ -6,12 +6,17 @@ run between the IBP steps in the view where the active sticks are integrated out
 IBP is exchangeable, so given the other rows
 
 * a dimension that other rows use (``m_-i,d > 0``) is on for row ``i`` with prior odds
-  ``m_-i,d / (N - m_-i,d)``;
-* the dimensions row ``i`` owns alone (its singletons) are a Poisson(``alpha / N``) number of
-  dimensions, each with ``x ~ N(0, 1)`` and frequency coordinates from their conditional prior.
+  ``m_-i,d / (N - 1 + beta - m_-i,d)`` (``m_-i,d / (N - m_-i,d)`` for the one-parameter IBP,
+  ``beta = 1``; :func:`ibp.log_share_odds`);
+* the dimensions row ``i`` owns alone (its singletons) are a Poisson(``alpha beta / (N - 1 +
+  beta)``) number of dimensions, each with ``x ~ N(0, 1)`` and frequency coordinates from their
+  conditional prior.
 
-The sweep redraws ``pi_d ~ Beta(m_d, N - m_d + 1)`` afterwards, which restores the joint of the
-semi-ordered representation. Both moves propose the new ``x`` from ``q = N(0, s^2)`` with a small
+``beta`` is the two-parameter IBP's sharing parameter (:mod:`.ibp_beta`), passed to every
+kernel as an argument (called ``ibp_beta`` where the likelihood's weights are ``beta``). With
+``beta = 1`` the sweep redraws ``pi_d ~ Beta(m_d, N - m_d + 1)`` afterwards, which restores the
+joint of the slice sampler's semi-ordered representation; with ``beta != 1`` these moves are
+the only updates of ``Z``. Both moves propose the new ``x`` from ``q = N(0, s^2)`` with a small
 ``s``: a dimension switched on then barely changes the row's features, so it is accepted when the
 data do not object, and elliptical slice sampling of ``X`` grows it later.
 
@@ -42,18 +47,21 @@ def log_x_ratio(x: float, q_sd: float) -> float:
 
 
 @njit(cache=True)
-def flip_log_ratio(z_cur: int, x_cur: float, x_prop: float, m_other: int, n: int, q_sd: float) -> float:
+def flip_log_ratio(
+    z_cur: int, x_cur: float, x_prop: float, m_other: int, n: int, q_sd: float, ibp_beta: float = 1.0
+) -> float:
     """Prior and proposal part of the log acceptance ratio of a joint ``(z_id, x_id)`` flip.
 
-    On (``z: 0 -> 1``, ``x' ~ q``): ``log m/(N - m) + log N(x'; 0, 1) - log q(x')``, because the
-    reverse move draws the old ``x`` from ``N(0, 1)``, its prior when ``z = 0``, and the two
-    ``N(x; 0, 1)`` factors cancel. Off (``z: 1 -> 0``, ``x' ~ N(0, 1)``): the reciprocal,
-    ``log (N - m)/m + log q(x) - log N(x; 0, 1)`` with ``x`` the value being switched off.
-    The likelihood ratio is added by the caller.
+    On (``z: 0 -> 1``, ``x' ~ q``): ``log m/(N - 1 + beta - m) + log N(x'; 0, 1) - log q(x')``,
+    because the reverse move draws the old ``x`` from ``N(0, 1)``, its prior when ``z = 0``, and
+    the two ``N(x; 0, 1)`` factors cancel. Off (``z: 1 -> 0``, ``x' ~ N(0, 1)``): the reciprocal,
+    ``log (N - 1 + beta - m)/m + log q(x) - log N(x; 0, 1)`` with ``x`` the value being switched
+    off. ``beta = 1`` gives the one-parameter odds ``m/(N - m)``. The likelihood ratio is added
+    by the caller.
     """
     if z_cur == 0:
-        return math.log(m_other) - math.log(n - m_other) + log_x_ratio(x_prop, q_sd)
-    return math.log(n - m_other) - math.log(m_other) - log_x_ratio(x_cur, q_sd)
+        return ibp.log_share_odds(m_other, n, ibp_beta) + log_x_ratio(x_prop, q_sd)
+    return -ibp.log_share_odds(m_other, n, ibp_beta) - log_x_ratio(x_cur, q_sd)
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,7 +181,9 @@ class CollapsedRows:
 
 
 @njit(cache=True, fastmath=FAST)
-def flip_rows_collapsed(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, q_sd):
+def flip_rows_collapsed(
+    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, q_sd, ibp_beta=1.0
+):
     """Every row in turn, every dimension other rows use: one joint ``(z_id, x_id)`` flip each.
 
     Acceptance: ``log u < flip_log_ratio(...) + ll' - ll`` (see :func:`flip_log_ratio`), with the
@@ -200,7 +210,7 @@ def flip_rows_collapsed(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0,
             ll_new = eval_row(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
-            log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop, m_other, N, q_sd) + ll_new - state[1]
+            log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop, m_other, N, q_sd, ibp_beta) + ll_new - state[1]
             if log_u < log_ratio:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 X[i, d] = x_prop
@@ -212,7 +222,7 @@ def flip_rows_collapsed(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0,
 
 
 @njit(cache=True)
-def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, accepted):
+def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, ibp_beta, accepted):
     """Accept or reject the proposed flips of column `d` row by row (``m_-i,d`` couples them)."""
     N = Z.shape[0]
     n_acc = 0
@@ -222,7 +232,7 @@ def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, accepted):
         m_other = counts[d] - z_cur
         if m_other == 0:
             continue
-        log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop[i], m_other, N, q_sd) + delta_ll[i]
+        log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop[i], m_other, N, q_sd, ibp_beta) + delta_ll[i]
         if math.log(rng.random()) < log_ratio:
             X[i, d] = x_prop[i]
             Z[i, d] = 1 - z_cur
@@ -232,7 +242,9 @@ def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, accepted):
     return n_acc
 
 
-def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target) -> int:
+def flip_columns(
+    rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, ibp_beta: float = 1.0
+) -> int:
     """Joint ``(z_id, x_id)`` flips for a row-factorised target, one dimension at a time.
 
     Given the weights, row ``i``'s likelihood depends only on its own latent row, so the
@@ -252,7 +264,7 @@ def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target)
         H_alt = X * Z
         H_alt[:, d] = x_prop * (1 - Z[:, d])
         delta = target.deltas(H_alt, W)
-        n_acc += _flip_column(rng, X, Z, d, x_prop, delta, counts, q_sd, accepted)
+        n_acc += _flip_column(rng, X, Z, d, x_prop, delta, counts, q_sd, float(ibp_beta), accepted)
         if accepted.any():
             target.accept_rows(np.flatnonzero(accepted))
     return n_acc
@@ -277,10 +289,11 @@ class Dimensions:
 
 def singleton_birth_death(
     rng: np.random.Generator, dims: Dimensions, alpha: float, q_sd: float, lam0: float, target: RowTarget,
-    max_dims: int | None = None,
+    max_dims: int | None = None, ibp_beta: float = 1.0,
 ) -> tuple[Dimensions, dict]:
-    """For each row, propose to replace the dimensions it owns alone by ``k ~ Poisson(alpha / N)``
-    new ones (Meeds et al. 2007, in the exchangeable view).
+    """For each row, propose to replace the dimensions it owns alone by
+    ``k ~ Poisson(alpha beta / (N - 1 + beta))`` new ones (Meeds et al. 2007, in the exchangeable
+    view; ``alpha / N`` for the one-parameter IBP, ``beta = ibp_beta = 1``).
 
     New dimensions get ``x ~ q`` for this row, ``x ~ N(0, 1)`` for the others (where ``z = 0``)
     and frequency and mixture coordinates from their exact conditional prior
@@ -294,7 +307,7 @@ def singleton_birth_death(
     holding only active dimensions) a proposal past the cap is outside the support: rejected.
     """
     N = dims.Z.shape[0]
-    k_new, counts, rows = ibp.singleton_plan(rng, dims.Z, alpha)
+    k_new, counts, rows = ibp.singleton_plan(rng, dims.Z, alpha, ibp_beta)
     births = deaths = 0
     for i in rows:
         old = ibp.owned_singletons(dims.Z[i], counts)

@@ -13,6 +13,11 @@ The sampler state is the binary matrix ``Z`` (``N x K`` represented dimensions),
    are dropped;
 4. ``update_alpha``: ``alpha ~ Gamma(a + K+, b + H_N)``.
 
+This is the one-parameter IBP (``beta = 1``). The two-parameter IBP (:mod:`.ibp_beta`) has no
+stick-breaking slice sampler: its models update ``Z`` in the exchangeable view, with the odds
+:func:`log_share_odds`, the rate :func:`new_dims_rate` and :func:`exchangeable_column`, and
+``alpha ~ Gamma(a + K+, b + sum_i beta / (beta + i - 1))`` (:func:`sharing_sum`).
+
 A cap on ``K+`` (``ModelSpec.max_dims``) conditions the joint prior of ``(alpha, Z)`` on the
 event ``K+ <= cap``. The indicator depends on ``Z`` alone, so the updates of the sticks, the
 slice and ``alpha`` are unchanged (``alpha | Z`` keeps its Gamma form), and every update of ``Z``
@@ -31,6 +36,7 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy import special
 
 #: The room of a model without a cap on ``K+``.
 UNCAPPED = 2**62
@@ -43,6 +49,17 @@ def room(k_plus: int, cap: int | None) -> np.ndarray:
 
 def harmonic(n: int) -> float:
     return float(np.sum(1.0 / np.arange(1, n + 1)))
+
+
+def sharing_sum(n: int, beta: float = 1.0) -> float:
+    """``sum_{i=1..N} beta / (beta + i - 1)``: ``E[K+] / alpha`` under the two-parameter IBP.
+
+    ``H_N`` at ``beta = 1`` (computed as :func:`harmonic`, so that the one-parameter chains keep
+    their arithmetic); otherwise ``beta (psi(beta + N) - psi(beta))``, the same sum in closed form.
+    """
+    if beta == 1.0:
+        return harmonic(n)
+    return float(beta * (special.digamma(beta + n) - special.digamma(beta)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,34 +223,50 @@ def scan_order(pi: np.ndarray) -> np.ndarray:
     return np.argsort(-pi, kind="stable")
 
 
-def update_sticks(rng: np.random.Generator, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pi_d ~ Beta(m_d, N - m_d + 1)`` for active dimensions; returns ``(keep, pi)``."""
+def update_sticks(
+    rng: np.random.Generator, Z: np.ndarray, beta: float = 1.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``pi_d ~ Beta(m_d, N - m_d + beta)`` for active dimensions; returns ``(keep, pi)``.
+
+    Under the two-parameter IBP (``beta != 1``) no step reads the sticks; they are drawn all
+    the same (the limit of the finite model's ``Beta(alpha beta / K, beta)`` sticks given ``Z``)
+    so that every state and sample has them."""
     n = Z.shape[0]
     counts = Z.sum(axis=0)
     keep = np.flatnonzero(counts > 0)
     m = counts[keep].astype(np.float64)
-    pi = rng.beta(m, n - m + 1.0) if keep.size else np.empty(0)
+    pi = rng.beta(m, n - m + beta) if keep.size else np.empty(0)
     # A Beta draw can round to exactly 1.0 in double precision; log(1 - pi) must stay finite.
     return keep, np.minimum(pi, 1.0 - 1e-15)
 
 
-def update_alpha(rng: np.random.Generator, k_plus: int, n: int, a: float, b: float) -> float:
-    """Conjugate Gamma update of the IBP concentration (shape `a`, rate `b` prior)."""
-    return float(rng.gamma(a + k_plus, 1.0 / (b + harmonic(n))))
+def update_alpha(
+    rng: np.random.Generator, k_plus: int, n: int, a: float, b: float, beta: float = 1.0
+) -> float:
+    """Conjugate Gamma update of the IBP concentration (shape `a`, rate `b` prior):
+    ``alpha | Z, beta ~ Gamma(a + K+, b + sum_i beta / (beta + i - 1))``."""
+    return float(rng.gamma(a + k_plus, 1.0 / (b + sharing_sum(n, beta))))
+
+
+def new_dims_rate(alpha: float, n: int, beta: float = 1.0) -> float:
+    """Poisson mean of the dimensions one row owns alone given the others: ``alpha beta / (beta + N - 1)``
+    (``alpha / N`` for the one-parameter IBP)."""
+    return alpha / n if beta == 1.0 else alpha * beta / (beta + n - 1.0)
 
 
 def singleton_plan(
-    rng: np.random.Generator, Z: np.ndarray, alpha: float
+    rng: np.random.Generator, Z: np.ndarray, alpha: float, beta: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rows a singleton birth/death pass must visit, for every model that has one.
 
-    In the exchangeable view a row's own dimensions are ``Poisson(alpha / N)`` in number, so
-    each row draws ``k_new`` new ones; a row with ``k_new = 0`` and no singletons would propose
-    nothing. One row's birth or death changes no other row's singletons, so the rows are known
-    before any is visited. Returns ``(k_new, counts, rows)`` (``counts``: column sums of `Z`).
+    In the exchangeable view a row's own dimensions are ``Poisson(alpha beta / (beta + N - 1))``
+    in number (:func:`new_dims_rate`), so each row draws ``k_new`` new ones; a row with
+    ``k_new = 0`` and no singletons would propose nothing. One row's birth or death changes no
+    other row's singletons, so the rows are known before any is visited. Returns
+    ``(k_new, counts, rows)`` (``counts``: column sums of `Z`).
     """
     n = Z.shape[0]
-    k_new = rng.poisson(alpha / n, size=n)
+    k_new = rng.poisson(new_dims_rate(alpha, n, beta), size=n)
     counts = Z.sum(axis=0, dtype=np.int64)
     owns = (Z == 1) & (counts == 1)[None, :]
     return k_new, counts, np.flatnonzero(owns.any(axis=1) | (k_new > 0))
@@ -274,6 +307,18 @@ def z_log_prior_odds(pi: np.ndarray, counts: np.ndarray, d: int, z_cur: int) -> 
         - log_pi_star(pi, counts, d, base + 1)
         + log_pi_star(pi, counts, d, base)
     )
+
+
+@njit(cache=True)
+def log_share_odds(m_other: int, n: int, beta: float) -> float:
+    """``log P(z_id = 1) - log P(z_id = 0)`` in the exchangeable view, for a dimension that
+    ``m_other > 0`` other rows use: ``m / (beta + N - 1 - m)`` under the two-parameter IBP
+    (Ghahramani, Griffiths and Sollich 2007), ``m / (N - m)`` at ``beta = 1``.
+
+    `beta` is an argument, never a module constant: numba's cache would not see a changed
+    global. At ``beta = 1`` every term is an integer held exactly in floating point, so the
+    odds equal the one-parameter ``log m - log(N - m)`` bit for bit."""
+    return math.log(m_other) - math.log(beta + n - 1 - m_other)
 
 
 @njit(cache=True)
@@ -320,3 +365,25 @@ def gibbs_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, pi: np.ndarra
         v = gibbs_flip(rng, lo)
         count_change(counts, d, z_cur, v, room)
         Z[i, d] = v
+
+
+@njit(cache=True)
+def exchangeable_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, counts: np.ndarray, beta: float):
+    """Gibbs update of column `d` of `Z` in the exchangeable view (no sticks), for the
+    two-parameter IBP: row ``i`` with ``m_-i,d > 0`` other rows on is on with prior odds
+    ``m / (N - 1 + beta - m)`` (:func:`log_share_odds`) times ``exp(delta_ll[i])``; a row that
+    would own the column alone, or be its only user, is left to the singleton birth/death move.
+    `Z` and `counts` are updated in place; returns the number of flips."""
+    n = Z.shape[0]
+    flips = 0
+    for i in range(n):
+        z_cur = Z[i, d]
+        m_other = counts[d] - z_cur
+        if m_other == 0:
+            continue
+        v = gibbs_flip(rng, log_share_odds(m_other, n, beta) + delta_ll[i])
+        if v != z_cur:
+            counts[d] += v - z_cur
+            Z[i, d] = v
+            flips += 1
+    return flips

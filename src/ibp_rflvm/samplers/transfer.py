@@ -16,8 +16,9 @@ them (its *source*; the other is its *destination*), both used by other rows too
   using keeps the value it leaves behind (prior ``N(0, 1)`` when off), so the map is an
   involution: the reverse transfer has ``c`` replaced by ``1 / c``. Its Jacobian is 1.
 * Acceptance, in the exchangeable view with the active sticks integrated out (as for the flips
-  of :mod:`dimension_moves`):
-  ``m_-i,dst / (N - m_-i,dst) * (N - m_-i,src) / m_-i,src
+  of :mod:`dimension_moves`), with the two-parameter IBP's sharing parameter ``beta``
+  (``beta = 1``: the one-parameter IBP):
+  ``m_-i,dst / (N - 1 + beta - m_-i,dst) * (N - 1 + beta - m_-i,src) / m_-i,src
   * N(x_dst'; 0, 1) N(x_src'; 0, 1) / (N(x_dst; 0, 1) N(x_src; 0, 1)) * L'/L``.
 * Pairs are those with ``|cos(w_a, w_b)| >= min_cos``; they depend on ``W`` alone, which the
   move leaves unchanged, so the set of moves is the same before and after each one.
@@ -40,6 +41,7 @@ from numba import njit
 
 from ..features import row_features
 from ..row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
+from . import ibp
 
 
 def aligned_pairs(
@@ -68,10 +70,10 @@ def aligned_pairs(
 
 
 @njit(cache=True)
-def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n) -> float:
+def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, ibp_beta=1.0) -> float:
     """Prior part of the log acceptance ratio (module docstring); `m_*` exclude the moving row."""
     return (
-        math.log(m_dst) - math.log(n - m_dst) + math.log(n - m_src) - math.log(m_src)
+        ibp.log_share_odds(m_dst, n, ibp_beta) - ibp.log_share_odds(m_src, n, ibp_beta)
         - 0.5 * (new_dst * new_dst + new_src * new_src - x_dst * x_dst - x_src * x_src)
     )  # fmt: skip
 
@@ -88,7 +90,7 @@ def _orient(Z, i, a, b, c):
 
 @njit(cache=True, fastmath=FAST)
 def transfer_rows_collapsed(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, pa, pb, pc
+    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, pa, pb, pc, ibp_beta=1.0
 ):
     """Every row in turn, every aligned pair: one transfer proposal each, scored by the rank-2
     row cache. Returns ``(proposed, accepted)``."""
@@ -119,7 +121,7 @@ def transfer_rows_collapsed(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             tried += 1
-            log_ratio = transfer_log_ratio(X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, N)
+            log_ratio = transfer_log_ratio(X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, N, ibp_beta)
             if log_u < log_ratio + ll_new - state[1]:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 X[i, dst] = new_dst
@@ -134,7 +136,7 @@ def transfer_rows_collapsed(
 
 
 @njit(cache=True)
-def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, accepted):
+def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, ibp_beta, accepted):
     """Accept or reject the proposed transfers of pair ``(a, b)`` row by row (the counts couple
     them); `x_a`, `x_b` are each row's proposed coordinates. Returns ``(proposed, accepted)``."""
     N = Z.shape[0]
@@ -148,7 +150,7 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, accepted):
         new_src = x_a[i] if src == a else x_b[i]
         tried += 1
         log_ratio = transfer_log_ratio(
-            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - 1, N
+            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - 1, N, ibp_beta
         )
         if math.log(rng.random()) < log_ratio + delta_ll[i]:
             X[i, a] = x_a[i]
@@ -163,7 +165,8 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, accepted):
 
 
 def transfer_pairs(
-    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None,
+    ibp_beta: float = 1.0,
 ) -> tuple[int, int]:
     """Transfers for a row-factorised target (or the prior alone), one aligned pair at a time.
 
@@ -193,7 +196,7 @@ def transfer_pairs(
         H_rows[:, a] = np.where(from_a, 0.0, x_a[rows])
         H_rows[:, b] = np.where(from_a, x_b[rows], 0.0)
         delta[rows] = target.deltas_at(rows, H_rows, W)
-        t, n_acc = _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta, counts, accepted)
+        t, n_acc = _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta, counts, float(ibp_beta), accepted)
         tried += t
         acc += n_acc
         if n_acc:

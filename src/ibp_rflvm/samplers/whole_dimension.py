@@ -1,7 +1,8 @@
 """Birth and death of whole latent dimensions by reversible jump (SPEC 2.2, moves that cross modes).
 
 In the exchangeable view the active dimensions are the points of a Poisson process: a dimension
-whose ``z`` column has ``m`` ones has intensity ``lambda(z) = alpha (m - 1)! (N - m)! / N!`` and
+whose ``z`` column has ``m`` ones has intensity ``lambda(z) = alpha (m - 1)! (N - m)! / N!`` (under
+the two-parameter IBP ``alpha beta Gamma(m) Gamma(N - m + beta) / Gamma(N + beta)``, :mod:`.ibp_beta`) and
 carries ``x ~ N(0, 1)`` in every row and frequency and mixture coordinates from their conditional
 prior. A birth proposes one new dimension, a death removes one of the ``K`` chosen uniformly,
 each with probability 1/2 (Geyer and Moller 1994). The coordinates of the new dimension and its
@@ -42,9 +43,12 @@ GRID_HALF_WIDTH = 4.0
 GRID_CELLS = 17
 
 
-def log_intensity(alpha: float, n: int, m: int) -> float:
-    """``log lambda(z)`` of a dimension with ``m`` of ``n`` rows on."""
-    return math.log(alpha) + gammaln(n - m + 1) + gammaln(m) - gammaln(n + 1)
+def log_intensity(alpha: float, n: int, m: int, beta: float = 1.0) -> float:
+    """``log lambda(z)`` of a dimension with ``m`` of ``n`` rows on (`beta`: the two-parameter
+    IBP's sharing parameter; 1 is the one-parameter IBP, computed as it always was)."""
+    if beta == 1.0:
+        return math.log(alpha) + gammaln(n - m + 1) + gammaln(m) - gammaln(n + 1)
+    return math.log(alpha * beta) + gammaln(n - m + beta) + gammaln(m) - gammaln(n + beta)
 
 
 def _log_std_normal(x: np.ndarray) -> np.ndarray:
@@ -217,7 +221,8 @@ class PriorTarget:
 
 
 def birth_death_step(
-    rng: np.random.Generator, dims: Dimensions, alpha: float, lam0: float, target, proposal
+    rng: np.random.Generator, dims: Dimensions, alpha: float, lam0: float, target, proposal,
+    ibp_beta: float = 1.0,
 ) -> tuple[Dimensions, dict]:
     """One birth or death of a whole dimension (module doc for the acceptance ratios)."""
     N, K = dims.Z.shape
@@ -232,7 +237,8 @@ def birth_death_step(
         if m == 0:
             return dims, info  # no dimension at all: rejected
         x_on = x[z == 1]
-        log_a = log_intensity(alpha, N, m) + float(np.sum(_log_std_normal(x_on))) - math.log(K + 1) - log_q
+        log_a = log_intensity(alpha, N, m, ibp_beta) + float(np.sum(_log_std_normal(x_on)))
+        log_a -= math.log(K + 1) + log_q
         log_a += target.delta(np.hstack([H, (x * z)[:, None]]), W_ext)
         if log_u < log_a:
             target.accept()
@@ -256,7 +262,8 @@ def birth_death_step(
     if log_q == -math.inf:
         return dims, info
     m = int(z.sum())
-    log_a = -log_intensity(alpha, N, m) - float(np.sum(_log_std_normal(x[z == 1]))) + math.log(K) + log_q
+    log_a = -log_intensity(alpha, N, m, ibp_beta) - float(np.sum(_log_std_normal(x[z == 1])))
+    log_a += math.log(K) + log_q
     log_a += target.delta(H_base, W_base)
     if log_u < log_a:
         target.accept()
