@@ -167,10 +167,9 @@ def _jstar_one(rng, z, p_right):
     ``a_n = pi (n + 1/2) (2 / (pi x))^{3/2} exp(-2 (n + 1/2)^2 / x)`` and, right of it,
     ``a_n = pi (n + 1/2) exp(-(n + 1/2)^2 pi^2 x / 2)``. Envelope ``cosh(z) e^{-z^2 x / 2} a_0(x)``:
     an inverse Gaussian ``IG(1/z, 1)`` piece on ``(0, t]`` and an exponential of rate
-    ``pi^2/8 + z^2/2`` beyond. Both series alternate with terms decreasing from ``n = 0`` on their side of ``t = 0.64``,
-    so their partial sums bracket the density: accept ``X`` when ``U`` falls under an odd partial
-    sum of ``a_n / a_0``, reject when it lies above an even one. Acceptance probability of a proposal
-    at least 0.9992 for every ``z``.
+    ``pi^2/8 + z^2/2`` beyond. Both series alternate with terms decreasing from ``n = 0`` on
+    their side of ``t``, so their partial sums bracket the density: accept ``X`` when ``U`` falls
+    under an odd partial sum of ``a_n / a_0``, reject when it lies above an even one.
     """
     k = _KAPPA + 0.5 * z * z
     while True:
