@@ -218,6 +218,16 @@ def test_draws_are_a_function_of_the_generator_state():
     assert draw_pg(np.random.default_rng(0), np.array([1.5, 0.2]), 0.0).shape == (2,)
 
 
+def test_extremely_small_shapes():
+    # A negative binomial dispersion floored at 1e-300 gives such shapes at zero counts: the
+    # draws stay finite and tiny (E PG(b, c) <= b / 4), and below 1e-20 no right proposal is made.
+    b = np.array([1e-300, 1e-25, 1e-19, 1e-15, 3.0 + 1e-13])
+    x = draw_pg(np.random.default_rng(0), np.repeat(b[None, :], 2000, axis=0), 1.0)
+    assert np.all(np.isfinite(x)) and np.all(x >= 0.0)
+    assert np.all(x[:, :4].mean(axis=0) < 1e3 * b[:4])
+    assert pgd._frac_setup(1e-21)[1] == -np.inf and np.isfinite(pgd._frac_setup(1e-19)[1])
+
+
 @pytest.mark.parametrize(
     ("b", "c", "match"),
     [

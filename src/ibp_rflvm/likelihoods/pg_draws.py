@@ -43,6 +43,10 @@ _SUM_MAX = 48
 #: probability at most ``n * TV_TARGET`` (1e-3 for 10^7 draws).
 TV_TARGET = 1e-10
 _SERIES_K_MIN = 64
+#: Fractional shapes below this are drawn on ``(0, 6]`` only (see :func:`_frac_setup`).
+_H_TINY = 1e-20
+#: Fractional shapes below this add 0 (``h^2`` would underflow; see :func:`_draw_pg_kernel`).
+_H_ZERO = 1e-150
 _SERIES_K_MAX = 4096
 #: Cost of one Gamma draw over one ``PG(1, c)`` draw (measured: 0.31-0.38): the series regime is
 #: used only when its ``K`` Gamma draws cost less than the exact sum.
@@ -231,8 +235,15 @@ def _jstar_one(rng, z, p_right):
 
 @njit(cache=True)
 def _frac_setup(h):
-    """Split point ``t`` and ``log K_h`` of the right envelope for ``J*(h)``, ``0 < h < 1``."""
-    m = math.ceil(1.0 / h)
+    """Split point ``t`` and ``log K_h`` of the right envelope for ``J*(h)``, ``0 < h < 1``.
+
+    Below ``h = 1e-20`` the right envelope's constant overflows; there the draw is restricted
+    to ``x <= 6`` (``log K_h = -inf``: no right proposals), which changes its law by at most
+    ``P(J*(h, z) > 6) <= cosh(z)^h E[J*(h)] / 6 = cosh(z)^h h / 6`` (Markov), under ``1e-20``.
+    """
+    if h < _H_TINY:
+        return 6.0, -math.inf
+    m = np.ceil(1.0 / h)  # a float: 1 / h may exceed the int64 range
     s = m * h
     # log prod_{k=2}^{m+1} (2k - 1) = log((2m + 1)!!) = lgamma(2m + 2) - m log 2 - lgamma(m + 1).
     log_odd = math.lgamma(2.0 * m + 2.0) - m * math.log(2.0) - math.lgamma(m + 1.0)
@@ -248,7 +259,8 @@ def _frac_setup(h):
     t = max(2.0, (log_d + _LAMBDA2 - first + 5.0) / (8.0 * _KAPPA))
     t = max(2.0, (log_d + (s - 1.0) * math.log(t - 1.0) + _LAMBDA2 - first + 5.0) / (8.0 * _KAPPA))
     q = (1.0 + h) * (4.0 + h) / (2.0 * (2.0 + h))
-    t = min(t, 42.0, 2.0 * (3.0 + h) / math.log(q))
+    log_q = math.log(q)  # > 0, but rounds to 0 for h below about 1e-16 (the cap is then 42)
+    t = min(t, 42.0) if log_q <= 0.0 else min(t, 42.0, 2.0 * (3.0 + h) / log_q)
     second = log_d + (s - 1.0) * math.log(t - 1.0) + _LAMBDA2 - 8.0 * _KAPPA * t
     big = max(first, second)
     log_k = big + math.log(math.exp(first - big) + math.exp(second - big))
@@ -419,7 +431,9 @@ def _draw_pg_kernel(rng, b, c, out):
                 p_one = _one_weight(z)
                 for _ in range(int(n)):
                     x += _jstar_one(rng, z, p_one)
-            if h > 0.0:
+            # Below _H_ZERO the fractional part's draw is below 1e-300 except with probability
+            # under 1e-145 (its Gamma(h) terms exceed 1e-300 with probability about 690 h): 0.
+            if h >= _H_ZERO:
                 if h != last_h:
                     t, log_k = _frac_setup(h)
                     last_h = h
