@@ -159,13 +159,37 @@ def test_fractional_sampler_has_the_exact_law(h, c):
 @pytest.mark.parametrize("c", [0.0, 1.0, 4.0, 10.0, 20.0])
 def test_series_regime_is_used_only_within_its_bound(c):
     for b in (49.0, 120.5, 1e3, 1e5, 1e7):
-        K = pgd._series_terms(b, c)
+        K = pgd._series_terms(b, c, pgd._SERIES_K_MAX)
         if K:
             assert pgd.series_tv_bound(b, c, K) <= pgd.TV_TARGET
             assert K == pgd._SERIES_K_MIN or pgd.series_tv_bound(b, c, K // 2) > pgd.TV_TARGET
-    # Small |c| needs 128 terms at every large b (the bound does not grow with b).
+    # Small |c| needs 64 terms at every large b (the bound does not grow with b).
     if c <= 1.0:
-        assert pgd._series_terms(1e7, c) == 128
+        assert pgd._series_terms(1e7, c, pgd._SERIES_K_MAX) == 64
+    # K is capped at n / 0.35 (beyond, the exact sum of n PG(1, c) draws is cheaper): at c = 20
+    # the bound needs K = 1024, more than 120 / 0.35 = 343, so b = 120.5 is drawn as the sum.
+    if c == 20.0:
+        assert pgd._series_terms(120.5, c, 120 / pgd._GAMMA_PER_PG1) == 0
+
+
+@pytest.mark.parametrize("b", [4.0, 49.0, 300.0, 1e4])
+def test_gamma_third_derivative_norm(b):
+    # The series bound's int |f'''| of the Gamma(b, 1) density (closed form from the roots of
+    # f''') against quadrature of f''' = -f (y^3 - 3 a y - 2 a) / x^3, a = b - 1, y = x - a.
+    a, sd = b - 1.0, math.sqrt(b)
+
+    def f3(x):
+        y = x - a
+        return -stats.gamma.pdf(x, b) * (y**3 - 3 * a * y - 2 * a) / x**3
+
+    x0, step = b + 0.7 * sd, 1e-3 * sd
+    pdf = stats.gamma(b).pdf
+    fd = (pdf(x0 + 2 * step) - 2 * pdf(x0 + step) + 2 * pdf(x0 - step) - pdf(x0 - 2 * step)) / (2 * step**3)
+    assert f3(x0) == pytest.approx(fd, rel=1e-2)
+    lo = max(0.0, b - 20 * sd)
+    pts = [p for p in (b - 2 * sd, b, b + 2 * sd) if p > lo]
+    want = integrate.quad(lambda x: abs(f3(x)), lo, b + 20 * sd, limit=500, points=pts)[0]
+    assert pgd.gamma_d3_norm(b) == pytest.approx(want, rel=1e-5)
 
 
 def test_series_bound_ingredients():
@@ -214,8 +238,10 @@ def test_draws_are_a_function_of_the_generator_state():
     np.testing.assert_array_equal(draw_pg(rng, b, c), first)
     np.testing.assert_array_equal(draw_pg(rng, b, c), second)
     assert np.all(first[b == 0] == 0.0) and np.all(first[b > 0] > 0.0)
-    # A scalar tilt broadcasts; a 1-D shape array works.
+    # A scalar tilt broadcasts; 1-D, 0-D and empty shape arrays work.
     assert draw_pg(np.random.default_rng(0), np.array([1.5, 0.2]), 0.0).shape == (2,)
+    assert draw_pg(np.random.default_rng(0), np.float64(2.5), 1.0).shape == ()
+    assert draw_pg(np.random.default_rng(0), np.zeros((4, 0)), 1.0).shape == (4, 0)
 
 
 def test_extremely_small_shapes():

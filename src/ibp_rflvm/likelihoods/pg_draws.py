@@ -7,11 +7,12 @@ Notation (Polson, Scott and Windle 2013): ``J*(h) = sum_k g_k / lambda_k`` with
 
 The regimes (``docs/polya_gamma.md`` has the derivations and the measurements):
 
-* ``b = n + h`` with ``n = floor(b) <= _SUM_MAX`` (all shapes the negative binomial, binomial and
-  Bernoulli likelihoods produce on count data): the sum of ``n`` exact ``PG(1, c)`` draws
+* ``b = n + h`` with ``n = floor(b) <= _SUM_MAX`` (almost every shape the negative binomial,
+  binomial and Bernoulli likelihoods produce on count data): the sum of ``n`` exact ``PG(1, c)`` draws
   (Devroye's alternating-series sampler, :func:`_jstar_one`) and one exact ``PG(h, c)`` draw for
   the fractional part ``h in (0, 1)`` (:func:`_jstar_frac`, an alternating-series sampler built
-  on the small-``x`` series of the ``J*(h)`` density, with an envelope proved below).
+  on the small-``x`` series of the ``J*(h)`` density, with an envelope proved below; below
+  ``h = 1e-20`` it is cut at ``x = 6``, a change of law under ``1e-20``).
 * larger ``b``: ``K`` exact Gamma terms of the series and the rest as one Gamma variable with the
   rest's exact mean and variance (:func:`_jstar_series`). Its total-variation distance from
   ``PG(b, c)`` is at most :func:`series_tv_bound` (a Taylor bound, third order), and ``K`` is
@@ -43,11 +44,11 @@ _SUM_MAX = 48
 #: probability at most ``n * TV_TARGET`` (1e-3 for 10^7 draws).
 TV_TARGET = 1e-10
 _SERIES_K_MIN = 64
+_SERIES_K_MAX = 4096
 #: Fractional shapes below this are drawn on ``(0, 6]`` only (see :func:`_frac_setup`).
 _H_TINY = 1e-20
 #: Fractional shapes below this add 0 (``h^2`` would underflow; see :func:`_draw_pg_kernel`).
 _H_ZERO = 1e-150
-_SERIES_K_MAX = 4096
 #: Cost of one Gamma draw over one ``PG(1, c)`` draw (measured: 0.31-0.38): the series regime is
 #: used only when its ``K`` Gamma draws cost less than the exact sum.
 _GAMMA_PER_PG1 = 0.35
@@ -343,25 +344,43 @@ def _tail_sums(c, K):
 
 
 @njit(cache=True)
+def gamma_d3_norm(b):
+    """``int |f'''|`` for the ``Gamma(b, 1)`` density ``f`` (``b > 3``), exactly.
+
+    With ``a = b - 1``, ``f''' = f P(x) / x^3`` and ``P(a + y) = -(y^3 - 3 a y - 2 a)``, whose
+    three real roots are ``y_k = 2 sqrt(a) cos(arccos(a^-1/2) / 3 - 2 pi k / 3)``. ``f''`` is 0
+    at 0 and at infinity and monotone between the roots, so the integral is the sum of the
+    absolute changes of ``f'' = f (a (a-1) / x^2 - 2a / x + 1)`` from root to root.
+    """
+    a = b - 1.0
+    theta = math.acos(1.0 / math.sqrt(a)) / 3.0
+    total = 0.0
+    prev = 0.0
+    for k in (2, 1, 0):  # increasing roots
+        x = a + 2.0 * math.sqrt(a) * math.cos(theta - 2.0 * _PI * k / 3.0)
+        f = math.exp(a * math.log(x) - x - math.lgamma(b))
+        f2 = f * (a * (a - 1.0) / (x * x) - 2.0 * a / x + 1.0)
+        total += abs(f2 - prev)
+        prev = f2
+    return total + abs(prev)
+
+
+@njit(cache=True)
 def series_tv_bound(b, c, K):
     """Bound on the total-variation distance between :func:`_jstar_series`'s ``PG(b, c)`` draw
-    (``K`` Gamma terms, the rest as one moment-matched Gamma ``T'``) and ``PG(b, c)`` (``b >= 1``).
+    (``K`` Gamma terms, the rest as one moment-matched Gamma ``T'``) and ``PG(b, c)``
+    (``b > 3``; the regime starts at 49).
 
     With ``H`` the ``K`` terms and ``T`` the exact rest, ``psi(u) = P(H + u in A)`` has
-    ``|psi'''| <= ||f_H'''||_1 <= prod_{i<=3} 2 max f_i`` (``f_i`` the unimodal densities of
-    the first three terms; convolving with the other terms does not raise an ``L1`` norm).
-    ``T`` and ``T'`` share mean and variance, so Taylor's theorem to third order gives
-    ``|P(H + T in A) - P(H + T' in A)| <= (4/3) prod max f_i (E|T - mu|^3 + E|T' - mu|^3)``,
-    and ``E|X - mu|^3 <= (E (X - mu)^4)^{3/4} = (kappa_4 + 3 kappa_2^2)^{3/4}``.
+    ``|psi'''| <= ||f_H'''||_1 <= ||f_1'''||_1 = d_1^3 gamma_d3_norm(b)`` (``f_1`` the density of
+    the first term ``g_1 / d_1``; convolving it with the other terms' densities does not raise
+    an ``L1`` norm). ``T`` and ``T'`` share mean and variance, so Taylor's theorem to third
+    order gives ``|P(H + T in A) - P(H + T' in A)| <= ||f_1'''||_1 (E|T - mu|^3 + E|T' - mu|^3)
+    / 6``, and ``E|X - mu|^3 <= (E (X - mu)^4)^{3/4} = (kappa_4 + 3 kappa_2^2)^{3/4}``.
     """
     h = (c / (2.0 * _PI)) ** 2
     two_pi2 = 2.0 * _PI * _PI
-    # Max of the Gamma(b, 1) density: at b - 1, (b-1)^{b-1} e^{-(b-1)} / Gamma(b) (1 at b = 1).
-    bm = b - 1.0
-    log_mode = -math.lgamma(b) + (bm * math.log(bm) - bm if bm > 0.0 else 0.0)
-    log_prod = 3.0 * log_mode
-    for k in range(3):
-        log_prod += math.log(two_pi2 * ((k + 0.5) ** 2 + h))
+    d1 = two_pi2 * (0.25 + h)
     # Exact remainder: kappa_n = b (n-1)! sum_{k>K} d_k^-n; sum_{k>K} d_k^-n <= (2 pi^2)^-n
     # (K - 1/2)^{1 - 2n} / (2n - 1) (the sum of a decreasing function under its integral).
     u = K - 0.5
@@ -373,14 +392,15 @@ def series_tv_bound(b, c, K):
     mean, var = b * m1, b * m2
     theta = var / mean
     mom_g = (6.0 * var * theta * theta + 3.0 * var * var) ** 0.75
-    return 4.0 / 3.0 * math.exp(log_prod) * (mom_t + mom_g)
+    return d1**3 * gamma_d3_norm(b) * (mom_t + mom_g) / 6.0
 
 
 @njit(cache=True)
-def _series_terms(b, c):
-    """Smallest ``K`` (64, 128, ...) with :func:`series_tv_bound` under the target, else 0."""
+def _series_terms(b, c, k_cap):
+    """Smallest ``K`` (64, 128, ..., at most `k_cap`) with :func:`series_tv_bound` under the
+    target, else 0."""
     K = _SERIES_K_MIN
-    while K <= _SERIES_K_MAX:
+    while K <= k_cap:
         if series_tv_bound(b, c, K) <= TV_TARGET:
             return K
         K *= 2
@@ -422,8 +442,9 @@ def _draw_pg_kernel(rng, b, c, out):
             n = math.floor(bb)
             h = bb - n
             if n > _SUM_MAX:
-                K = _series_terms(bb, c[i, j])
-                if K > 0 and _GAMMA_PER_PG1 * K < n:
+                # Only K whose Gamma draws cost less than the n exact PG(1, c) draws are tried.
+                K = _series_terms(bb, c[i, j], min(_SERIES_K_MAX, n / _GAMMA_PER_PG1))
+                if K > 0:
                     out[i, j] = _jstar_series(rng, bb, c[i, j], K)
                     continue
             x = 0.0
@@ -452,6 +473,8 @@ def draw_pg_exact(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.
     if not np.all(np.isfinite(c)):
         raise ValueError(f"Polya-gamma tilts c must be finite; {int(np.sum(~np.isfinite(c)))} are not")
     shape = b.shape
+    if b.size == 0:
+        return np.zeros(shape)
     b2 = b.reshape(-1, shape[-1]) if b.ndim >= 2 else b.reshape(-1, 1)
     c2 = np.ascontiguousarray(c).reshape(b2.shape)
     out = np.empty(b2.shape)
