@@ -10,7 +10,7 @@ so with ``beta_j ~ N(0, s^2 I)`` each column's weights have the Gaussian conditi
 ``N(V Phi^T kappa_j, V)``, ``V = (Phi^T Omega_j Phi + I / s^2)^-1``. This module holds:
 
 * :func:`draw_pg` — ``omega`` for a whole array, zero where ``b = 0`` (unobserved entries, no
-  trials), using the chain's own Generator;
+  trials), using the chain's own Generator (the samplers live in :mod:`.pg_draws`);
 * :func:`gaussian_weights` — the weight draw for all ``J`` columns at once: every
   ``Phi^T Omega_j Phi`` from one matrix product, one batched Cholesky, compiled triangular
   solves;
@@ -27,51 +27,16 @@ import math
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
-from polyagamma import random_polyagamma
 
 from .._validation import _positions, check_counts
 from ..samplers.crt import crt_draw
 from .base import Likelihood, Prepared
 from .offsets import offset_of
+from .pg_draws import draw_pg_exact, pg_mean, pg_var
 
 #: Upper bound (bytes) on the packed precisions (``J x L(L+1)/2``) built at once; columns are
 #: processed in blocks of this size so memory stays bounded for many columns.
 _STACK_BYTES = 64 * 2**20
-#: Shapes below this are drawn from the truncated series (see :func:`draw_pg`).
-_PG_SERIES_BELOW = 0.01
-_PG_SERIES_TERMS = 64
-#: Entries per block of the series' Gamma terms (``block x _PG_SERIES_TERMS`` doubles, 16 MiB):
-#: a negative binomial's zero counts can make most of an ``N x J`` matrix "tiny", and all their
-#: terms at once would take 64 times the memory of the data.
-_PG_SERIES_BLOCK = 2**15
-#: Counts above this use the skip-ahead CRT sampler instead of one uniform per customer.
-
-
-# --------------------------------------------------------------------------------------------
-# Closed forms (used by the tests and handy for checks)
-# --------------------------------------------------------------------------------------------
-
-
-def pg_mean(b: np.ndarray | float, c: np.ndarray | float) -> np.ndarray:
-    """``E[PG(b, c)] = b / (2c) tanh(c / 2)``, with its limit ``b / 4`` at ``c = 0``."""
-    b = np.asarray(b, dtype=np.float64)
-    c = np.abs(np.asarray(c, dtype=np.float64))
-    small = c < 1e-4
-    safe = np.where(small, 1.0, c)
-    # Taylor series near 0 avoids 0/0; its next term is O(c^4) ~ 1e-16 there.
-    return np.where(small, b * (0.25 - c * c / 48.0), b / (2.0 * safe) * np.tanh(safe / 2.0))
-
-
-def pg_var(b: np.ndarray | float, c: np.ndarray | float) -> np.ndarray:
-    """``Var[PG(b, c)] = b (sinh c - c) / (4 c^3 cosh^2(c / 2))``, ``b (1/24 - c^2/120)`` near 0."""
-    b = np.asarray(b, dtype=np.float64)
-    c = np.abs(np.asarray(c, dtype=np.float64))
-    small = c < 1e-3
-    safe = np.where(small, 1.0, c)
-    th = np.tanh(safe / 2.0)
-    # (sinh c - c) / cosh^2(c/2) = 2 tanh(c/2) - c sech^2(c/2), which never overflows.
-    closed = (2.0 * th - safe * (1.0 - th * th)) / (4.0 * safe**3)
-    return b * np.where(small, 1.0 / 24.0 - c * c / 120.0, closed)
 
 
 # --------------------------------------------------------------------------------------------
@@ -82,66 +47,14 @@ def pg_var(b: np.ndarray | float, c: np.ndarray | float) -> np.ndarray:
 def draw_pg(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``omega ~ PG(b, c)`` elementwise; entries with ``b = 0`` get ``omega = 0`` exactly.
 
-    ``PG(0, c)`` is the point mass at zero, and the sampler only accepts ``b > 0``, so those
-    entries are filled directly (this is how unobserved entries drop out of the weight update).
-    ``polyagamma`` rejects ``b < 1e-4`` and is very slow for small ``b`` near ``c = 0`` (1 ms
-    per draw at ``b = 1e-4``, 7 us at ``b = 0.01``); such shapes occur for the zero counts of a
-    negative binomial column with a small dispersion ``r_j``. Entries with ``b < 0.01`` use the
-    series of :func:`_pg_series` instead. Above ``b = 50`` the package's hybrid sampler uses its
-    normal approximation.
+    ``PG(0, c)`` is the point mass at zero (this is how unobserved entries drop out of the
+    weight update). Every ``b > 0`` is drawn exactly, as a sum of Devroye ``PG(1, c)`` draws and
+    an exact draw for the fractional part, except large shapes (``floor(b) > 48`` where ``K``
+    Gamma draws cost less than the sum), drawn from a truncated series within a total-variation
+    distance of 1e-10 (see :mod:`.pg_draws` and ``docs/polya_gamma.md``). All random numbers
+    come from `rng`, so a seed fixes the draws.
     """
-    b = np.asarray(b, dtype=np.float64)
-    c = np.broadcast_to(np.asarray(c, dtype=np.float64), b.shape)
-    omega = np.zeros(b.shape)
-    pos = b >= _PG_SERIES_BELOW
-    if pos.any():
-        omega[pos] = random_polyagamma(b[pos], c[pos], random_state=rng)
-    tiny = (b > 0.0) & ~pos
-    if tiny.any():
-        omega[tiny] = _pg_series(rng, b[tiny], c[tiny])
-    return omega
-
-
-def _pg_series(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """PG(b, c) from its defining series ``sum_k g_k / d_k``, ``g_k ~ Gamma(b, 1)``,
-    ``d_k = 2 pi^2 ((k - 1/2)^2 + c^2 / (4 pi^2))``: the first `_PG_SERIES_TERMS` terms exactly,
-    the remainder (itself a sum of scaled Gamma(b) variables) as one Gamma variable with the
-    remainder's exact mean and variance (from the closed forms), so the first two moments of
-    the draw are exact."""
-    head, inv1, inv2 = (np.empty(b.size) for _ in range(3))
-    # Blocks of rows of the terms: the generator fills them in the same order as one
-    # b.size x TERMS draw would, so the result does not depend on the block size.
-    for start in range(0, b.size, _PG_SERIES_BLOCK):
-        part = slice(start, start + _PG_SERIES_BLOCK)
-        bb = b[part]
-        # standard_gamma is gamma(shape, 1.0) without its scale argument's broadcasting (the
-        # same draws bit for bit, since the scale multiplies by 1.0) and 40% faster.
-        g = rng.standard_gamma(np.broadcast_to(bb[:, None], (bb.size, _PG_SERIES_TERMS)))
-        head[part], inv1[part], inv2[part] = _series_sums(g, c[part])
-    tail_mean = np.maximum(pg_mean(1.0, c) - inv1, 1e-300)
-    tail_var = np.maximum(pg_var(1.0, c) - inv2, 1e-300)
-    # Per unit of b: Gamma(b m1^2 / m2, m2 / m1) has mean b m1 and variance b m2.
-    tail = rng.gamma(b * tail_mean**2 / tail_var, tail_var / tail_mean)
-    return head + tail
-
-
-@njit(cache=True)
-def _series_sums(g, c):
-    """Per row: ``sum_k g_k / d_k`` and the first two moments' sums ``sum 1/d_k``,
-    ``sum 1/d_k^2`` of the truncated series, in one pass (no ``n x K`` temporaries)."""
-    n, K = g.shape
-    head, inv1, inv2 = np.empty(n), np.empty(n), np.empty(n)
-    two_pi2 = 2.0 * math.pi**2
-    for i in range(n):
-        h = (c[i] / (2.0 * math.pi)) ** 2
-        a = s1 = s2 = 0.0
-        for k in range(K):
-            d = two_pi2 * ((k + 0.5) ** 2 + h)  # term k + 1 of the series
-            a += g[i, k] / d
-            s1 += 1.0 / d
-            s2 += 1.0 / (d * d)
-        head[i], inv1[i], inv2[i] = a, s1, s2
-    return head, inv1, inv2
+    return draw_pg_exact(rng, b, c)
 
 
 # --------------------------------------------------------------------------------------------
