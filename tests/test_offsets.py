@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from scipy.special import expit
-from sklearn.model_selection import StratifiedKFold, cross_val_score
+from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.neighbors import KNeighborsClassifier
 
 from ibp_rflvm import IBPRFLVM
@@ -128,28 +128,35 @@ def _clusters_with_depths(seed: int, n_per: int = 100, J: int = 60):
     return rng.poisson(rng.gamma(5.0, mu / 5.0)).astype(float), labels, depth
 
 
-def _knn_accuracy(H: np.ndarray, labels: np.ndarray) -> float:
+def _knn_correct(H: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per row: is its label predicted right by 5-NN from the other folds (5-fold, stratified)?"""
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
-    return float(cross_val_score(KNeighborsClassifier(5), H, labels, cv=cv).mean())
+    return cross_val_predict(KNeighborsClassifier(5), H, labels, cv=cv) == labels
 
 
 def test_size_factors_recover_clusters_that_depth_hides():
     Y, labels, depth = _clusters_with_depths(0)
-    acc, depth_corr = {}, {}
-    for sf in (None, "total"):
-        fit = IBPRFLVM(
-            likelihood="negbinom", n_iter=40, n_frequencies=20, random_state=0,
-            likelihood_params={"size_factors": sf},
-        ).fit(Y)  # fmt: skip
-        acc[sf] = _knn_accuracy(fit.latent_, labels)
-        corr = [abs(np.corrcoef(np.log(depth), h)[0, 1]) for h in fit.latent_.T]
-        depth_corr[sf] = max(corr)
-    # Without offsets a latent dimension is spent on depth; with them none follows depth.
-    assert depth_corr[None] > 0.5 and depth_corr["total"] < 0.3, depth_corr
-    # Two binomial standard errors of the difference of two accuracies over N rows.
-    n = labels.size
-    se = math.sqrt(sum(a * (1.0 - a) for a in acc.values()) / n)
-    assert acc["total"] > acc[None] + 2.0 * se, (acc, se)
+    gains, row_ses = [], []
+    for seed in (0, 1, 2):
+        correct, depth_corr = {}, {}
+        for sf in (None, "total"):
+            fit = IBPRFLVM(
+                likelihood="negbinom", n_iter=40, n_frequencies=20, random_state=seed,
+                likelihood_params={"size_factors": sf},
+            ).fit(Y)  # fmt: skip
+            correct[sf] = _knn_correct(fit.latent_, labels)
+            depth_corr[sf] = max(abs(np.corrcoef(np.log(depth), h)[0, 1]) for h in fit.latent_.T)
+        # Without offsets a latent dimension is spent on depth; with them none follows depth.
+        assert depth_corr[None] > 0.5 and depth_corr["total"] < 0.3, (seed, depth_corr)
+        d = correct["total"].astype(float) - correct[None]
+        gains.append(d.mean())
+        row_ses.append(d.std(ddof=1) / math.sqrt(d.size))
+    # The accuracy gain of one chain varies between chains as much as between rows (its final
+    # sample is one draw), so the mean gain of three independent chains is judged by the larger
+    # of the two standard errors: over the rows (paired per row) and between the chains.
+    gains = np.array(gains)
+    se = max(math.sqrt(np.sum(np.square(row_ses))) / gains.size, gains.std(ddof=1) / math.sqrt(gains.size))
+    assert gains.mean() > 2.0 * se, (gains, row_ses, se)
 
 
 def test_checkpoint_settings_see_every_size_factor():
