@@ -1,0 +1,144 @@
+"""Several chains of one fit at once: joblib's worker processes, or tasks on a Dask cluster.
+
+The chains go through ``joblib.Parallel``, so whatever backend the caller chose with
+``joblib.parallel_config`` runs them: loky's local processes by default, ``"dask"`` for a
+``dask.distributed`` cluster. A chain's result depends only on its own generator and data,
+never on where or in which order it ran, so every backend gives the same fit bit for bit.
+
+Stopping cleanly. Ctrl-C raises ``KeyboardInterrupt`` in the waiting process, and joblib then
+kills its local workers. SIGTERM (``kill``, ``timeout``, a batch scheduler's time limit) would by
+default end the waiting process at once and leave the workers computing chains nobody collects,
+so while the chains run it is turned into the same interrupt; once the workers are stopped the
+signal is delivered again with its default action, so the process still ends as SIGTERM ends it.
+A handler of the caller's own (or an ignored SIGTERM) is left alone. Each local worker also
+watches the process that dispatched its chain and exits when that process is gone (SIGKILL,
+the out-of-memory killer), within about a second. Checkpoints are written atomically, so a
+worker killed at any moment leaves its chain's last checkpoint whole and resumable.
+
+Dask. joblib's Dask backend sends an argument larger than 1 kB to the cluster once per call
+(``client.scatter``) and passes the tasks a reference to it, so the data travel to a worker
+once however many of its chains run there; dask only measures objects it knows, so the data's
+size is registered with ``dask.sizeof`` here. An interrupt cancels the chains not yet started;
+chains already running on the cluster finish there (a Dask task cannot be killed), and their
+checkpoints, on a disk the workers share, let ``fit(resume=True)`` pick them up.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+#: Seconds between a local worker's checks that the process that dispatched its chain lives.
+WATCH_EVERY = 0.5
+
+
+def run_chains(
+    run: Callable[..., Any],
+    jobs: Sequence[tuple],
+    costs: Sequence[float],
+    n_jobs: int | None = None,
+) -> list:
+    """``[run(*job) for job in jobs]``, the jobs run in parallel by the active joblib backend.
+
+    `costs` orders the dispatch (the costliest first, so that a long chain does not run alone at
+    the end); the results come back in the order of `jobs` whatever the order of dispatch.
+    `n_jobs` None: one worker per chain, at most the CPU count on a local backend; on a
+    cluster every chain is handed over at once and the cluster's scheduler places them.
+    """
+    from joblib import Parallel, delayed
+    from joblib.parallel import get_active_backend
+
+    backend, _ = get_active_backend()
+    remote = _is_dask(backend)
+    if remote:
+        _register_dask_sizes()
+    if n_jobs is None:
+        n_jobs = len(jobs) if remote else min(len(jobs), os.cpu_count() or 1)
+    order = sorted(range(len(jobs)), key=lambda c: -costs[c])
+    parent = os.getpid()
+    with _sigterm_stops_workers():
+        done = Parallel(n_jobs=n_jobs)(delayed(_watched)(run, parent, *jobs[c]) for c in order)
+    results: list = [None] * len(jobs)
+    for c, res in zip(order, done, strict=True):
+        results[c] = res
+    return results
+
+
+def _is_dask(backend) -> bool:
+    # By class name: importing joblib's Dask backend module would import distributed.
+    return type(backend).__name__ == "DaskDistributedBackend"
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM arrived while the chains ran; raised where the dispatching thread waits."""
+
+
+@contextmanager
+def _sigterm_stops_workers():
+    """Within the block SIGTERM raises :class:`_Terminated` (joblib then stops its workers);
+    leaving the block that way re-delivers SIGTERM with its default action."""
+    if threading.current_thread() is not threading.main_thread():
+        # Only the main thread may set handlers; a fit run from another thread keeps the default.
+        yield
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise _Terminated("SIGTERM")
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise  # reached only where the signal cannot end the process (it is blocked)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _watched(run: Callable[..., Any], parent: int, *args):
+    """`run(*args)` in a worker; if this process is a child of `parent` (a local worker), it
+    exits as soon as `parent` is gone, so a dispatcher killed outright leaves no chain running."""
+    if os.getppid() != parent:  # a Dask worker, a thread of the same process, or no watch possible
+        return run(*args)
+    finished = threading.Event()
+
+    def watch():
+        while not finished.wait(WATCH_EVERY):
+            if os.getppid() != parent:  # re-parented: the dispatching process has ended
+                os._exit(1)
+
+    watcher = threading.Thread(target=watch, name="ibp-rflvm-parent-watch", daemon=True)
+    watcher.start()
+    try:
+        return run(*args)
+    finally:
+        finished.set()
+        watcher.join()
+
+
+_SIZES_REGISTERED = False
+
+
+def _register_dask_sizes() -> None:
+    """Tell ``dask.sizeof`` how large the training data are, so that joblib's Dask backend
+    scatters them once instead of pickling them into every chain's task."""
+    global _SIZES_REGISTERED
+    if _SIZES_REGISTERED:
+        return
+    from dask.sizeof import sizeof
+
+    from .model import Data
+
+    @sizeof.register(Data)
+    def _data_size(data: Data) -> int:
+        return int(data.Y.nbytes + data.observed.nbytes + sum(a.nbytes for a in data.missing))
+
+    _SIZES_REGISTERED = True
