@@ -130,3 +130,80 @@ def test_workers_exit_when_the_fit_is_killed_outright(tmp_path):
     """SIGKILL gives the dispatching process no say: each worker notices its parent is gone.
     (That a chain killed mid-run resumes exactly is test_checkpoint's.)"""
     _stop_a_fit(tmp_path / "fit.ckpt", signal.SIGKILL)
+
+
+# ------------------------------------------------------------------------------------------
+# Chains as tasks on a Dask cluster (joblib.parallel_config(backend="dask")).
+
+DASK_SETTINGS = {"n_iter": 8, "burn_in": 2, "n_frequencies": 8, "init_dims": 4, "random_state": 5}
+DASK_SETTINGS["n_chains"] = 4
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+@pytest.fixture(scope="module")
+def local_fit():
+    return IBPRFLVM(n_jobs=1, **DASK_SETTINGS).fit(_data())
+
+
+def _count_unpickled_data():
+    """Run on each worker: count the `Data` objects it unpickles (the data reaching it)."""
+    from ibp_rflvm import model
+
+    model._unpickled_data = 0
+
+    def setstate(self, state):
+        model._unpickled_data += 1
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
+    model.Data.__setstate__ = setstate
+
+
+def _unpickled_data() -> int:
+    from ibp_rflvm import model
+
+    return model._unpickled_data
+
+
+@pytest.mark.filterwarnings("ignore::ibp_rflvm.estimator.ChainsDisagreeWarning")
+def test_chains_on_dask_equal_local_and_the_data_travel_once(dask_client, local_fit, monkeypatch):
+    import joblib
+
+    from ibp_rflvm.model import Data
+
+    pickled = []
+    getstate = Data.__getstate__
+    monkeypatch.setattr(Data, "__getstate__", lambda self: pickled.append(1) or getstate(self))
+    dask_client.run(_count_unpickled_data)
+    with joblib.parallel_config(backend="dask"):
+        fit = IBPRFLVM(**DASK_SETTINGS).fit(_data())
+    _assert_same_chains(local_fit, fit)
+    # 4 chains on 2 workers: the data leave this process once and reach each worker once.
+    assert len(pickled) == 1, f"the data were pickled {len(pickled)} times for 4 chains"
+    received = dask_client.run(_unpickled_data)
+    assert all(n <= 1 for n in received.values()) and sum(received.values()) >= 1, received
+
+
+@pytest.mark.filterwarnings("ignore::ibp_rflvm.estimator.ChainsDisagreeWarning")
+def test_chains_on_dask_checkpoint_and_resume(dask_client, local_fit, tmp_path):
+    """The workers write the chains' checkpoints; a longer fit resumes from them on the cluster
+    and equals the local fit that ran the whole length at once."""
+    import joblib
+
+    path = str(tmp_path / "dask.ckpt")
+    shorter = {**DASK_SETTINGS, "n_iter": 4}
+    with joblib.parallel_config(backend="dask"):
+        IBPRFLVM(checkpoint_path=path, checkpoint_every=2, **shorter).fit(_data())
+        assert [load_checkpoint(f"{path}.chain{c}")["sweep"] for c in range(4)] == [4] * 4
+        resumed = IBPRFLVM(checkpoint_path=path, checkpoint_every=2, **DASK_SETTINGS)
+        resumed.fit(_data(), resume=True)
+    _assert_same_chains(local_fit, resumed)

@@ -172,7 +172,7 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             results = [_run_one(*jobs[0], verbose=self.verbose)]
         else:
             # Chains from more dimensions cost more per sweep, so their starts order the dispatch.
-            results = run_chains(_run_one, [(*job, False) for job in jobs], starts, self.n_jobs)
+            results = run_chains(_run_one, [(*job, False) for job in jobs], starts, self.n_jobs, shared=1)
         if ladder is not None:
             self.swap_rates_ = np.array([res[1].rates for res in results])
             results = [res[0] for res in results]
@@ -399,6 +399,9 @@ class IBPRFLVM(_RFLVMBase):
         ``latent_``, ``state_`` and ``transform`` use the final sample of the chain with the
         largest weight (``best_chain_``).
     n_jobs : worker processes for the chains (default: one per chain, at most the CPU count).
+        Under ``joblib.parallel_config(backend="dask")`` the chains run as tasks on that Dask
+        cluster instead, which bounds them by its threads (:mod:`ibp_rflvm.parallel_chains`;
+        README: several chains).
     checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
         atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
         a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a

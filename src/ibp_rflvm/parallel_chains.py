@@ -15,12 +15,16 @@ watches the process that dispatched its chain and exits when that process is gon
 the out-of-memory killer), within about a second. Checkpoints are written atomically, so a
 worker killed at any moment leaves its chain's last checkpoint whole and resumable.
 
-Dask. joblib's Dask backend sends an argument larger than 1 kB to the cluster once per call
-(``client.scatter``) and passes the tasks a reference to it, so the data travel to a worker
-once however many of its chains run there; dask only measures objects it knows, so the data's
-size is registered with ``dask.sizeof`` here. An interrupt cancels the chains not yet started;
-chains already running on the cluster finish there (a Dask task cannot be killed), and their
-checkpoints, on a disk the workers share, let ``fit(resume=True)`` pick them up.
+Dask. Under ``joblib.parallel_config(backend="dask")`` the chains are submitted to that
+backend's ``dask.distributed`` client directly, one task per chain. The data (the one large
+argument, the same for every chain) are first scattered to as few workers as have threads for
+all the chains (``client.scatter(..., broadcast=True)``), so they leave this process once and
+reach each of those workers once, however many chains it runs; the tasks carry a reference to
+them. A chain still runs where the scheduler puts it (a worker that joins or a busy one may
+fetch the data once more). `n_jobs` does not apply there: the cluster's threads bound the
+chains running at once. An interrupt cancels the chains not yet started; chains already running
+on the cluster finish there (a Dask task cannot be killed), and their checkpoints, on a disk the
+workers share, let ``fit(resume=True)`` pick them up.
 """
 
 from __future__ import annotations
@@ -41,27 +45,29 @@ def run_chains(
     jobs: Sequence[tuple],
     costs: Sequence[float],
     n_jobs: int | None = None,
+    shared: int | None = None,
 ) -> list:
     """``[run(*job) for job in jobs]``, the jobs run in parallel by the active joblib backend.
 
     `costs` orders the dispatch (the costliest first, so that a long chain does not run alone at
     the end); the results come back in the order of `jobs` whatever the order of dispatch.
-    `n_jobs` None: one worker per chain, at most the CPU count on a local backend; on a
-    cluster every chain is handed over at once and the cluster's scheduler places them.
+    `n_jobs` None: one local worker per chain, at most the CPU count. `shared`: the position in
+    every job of an argument that is the same object for all (the data), which a cluster
+    receives once instead of once per chain.
     """
     from joblib import Parallel, delayed
     from joblib.parallel import get_active_backend
 
-    backend, _ = get_active_backend()
-    remote = _is_dask(backend)
-    if remote:
-        _register_dask_sizes()
-    if n_jobs is None:
-        n_jobs = len(jobs) if remote else min(len(jobs), os.cpu_count() or 1)
     order = sorted(range(len(jobs)), key=lambda c: -costs[c])
-    parent = os.getpid()
+    backend, _ = get_active_backend()
     with _sigterm_stops_workers():
-        done = Parallel(n_jobs=n_jobs)(delayed(_watched)(run, parent, *jobs[c]) for c in order)
+        if _is_dask(backend):
+            done = _run_on_dask(backend.client, run, [jobs[c] for c in order], shared)
+        else:
+            if n_jobs is None:
+                n_jobs = min(len(jobs), os.cpu_count() or 1)
+            parent = os.getpid()
+            done = Parallel(n_jobs=n_jobs)(delayed(_watched)(run, parent, *jobs[c]) for c in order)
     results: list = [None] * len(jobs)
     for c, res in zip(order, done, strict=True):
         results[c] = res
@@ -71,6 +77,39 @@ def run_chains(
 def _is_dask(backend) -> bool:
     # By class name: importing joblib's Dask backend module would import distributed.
     return type(backend).__name__ == "DaskDistributedBackend"
+
+
+def _run_on_dask(client, run: Callable[..., Any], jobs: Sequence[tuple], shared: int | None) -> list:
+    """Each job as one task of `client`'s cluster; the `shared` argument scattered once."""
+    import uuid
+
+    if shared is not None:
+        workers = _workers_for(client, len(jobs))
+        ref = client.scatter(jobs[0][shared], workers=workers, broadcast=True, hash=False)
+        jobs = [(*job[:shared], ref, *job[shared + 1 :]) for job in jobs]
+    tag = uuid.uuid4().hex[:8]
+    futures = [
+        client.submit(run, *job, key=f"ibp-rflvm-chain-{tag}-{i}", pure=False) for i, job in enumerate(jobs)
+    ]
+    try:
+        return client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def _workers_for(client, n_chains: int) -> list[str]:
+    """The fewest workers (most threads first) whose threads can run `n_chains` chains at once."""
+    threads = client.nthreads()
+    if not threads:
+        raise RuntimeError("the Dask cluster has no workers to run the chains on")
+    chosen, room = [], 0
+    for address, n in sorted(threads.items(), key=lambda kv: (-kv[1], kv[0])):
+        if room >= n_chains:
+            break
+        chosen.append(address)
+        room += n
+    return chosen
 
 
 class _Terminated(KeyboardInterrupt):
@@ -122,23 +161,3 @@ def _watched(run: Callable[..., Any], parent: int, *args):
     finally:
         finished.set()
         watcher.join()
-
-
-_SIZES_REGISTERED = False
-
-
-def _register_dask_sizes() -> None:
-    """Tell ``dask.sizeof`` how large the training data are, so that joblib's Dask backend
-    scatters them once instead of pickling them into every chain's task."""
-    global _SIZES_REGISTERED
-    if _SIZES_REGISTERED:
-        return
-    from dask.sizeof import sizeof
-
-    from .model import Data
-
-    @sizeof.register(Data)
-    def _data_size(data: Data) -> int:
-        return int(data.Y.nbytes + data.observed.nbytes + sum(a.nbytes for a in data.missing))
-
-    _SIZES_REGISTERED = True
