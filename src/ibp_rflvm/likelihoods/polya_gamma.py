@@ -478,10 +478,19 @@ class LogisticPG(Likelihood):
             psi += off[:, None]
         b = self._b(params, prep)
         omega = draw_pg(rng, b, psi)
-        kappa = np.where(prep.observed, prep.Y0, 0.0) - 0.5 * b
+        del psi  # each N x J array freed here lowers the fit's peak (docs/memory.md)
+        # kappa = where(observed, y, 0) - b / 2, and Y0 is already 0 where unobserved: computed
+        # in b's place when b is this call's own array, the same numbers without two N x J
+        # temporaries.
+        kappa = b if b is not self._trials(prep) else b.copy()
+        kappa *= 0.5
+        np.subtract(prep.Y0, kappa, out=kappa)
+        del b
         if off is not None:
             kappa -= omega * off[:, None]
-        return gaussian_weights(rng, Phi, omega, Phi.T @ kappa, self.prior_scale**-2)
+        rhs = Phi.T @ kappa
+        del kappa
+        return gaussian_weights(rng, Phi, omega, rhs, self.prior_scale**-2)
 
     def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
         # One Gibbs step from beta = 0 lands in the bulk of the conditional posterior at once.
