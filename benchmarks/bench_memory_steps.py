@@ -4,14 +4,17 @@ sweep, on the counts of ``bench_scale.py`` (Linux only).
 Run by hand::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src:benchmarks python benchmarks/bench_memory_steps.py \\
-        [--rows N] [--cols J] [--sweeps S]
+        [--rows N] [--cols J] [--sweeps S] [--fit]
 
 Before each step the kernel's record of the peak resident set size is reset
 (``/proc/self/clear_refs``, value 5) and after it ``VmHWM`` is read, so every row is the largest
 RSS the process reached during that step, the arrays held from before included. Steps are
 wrapped where ``model.py`` calls them (a step inside a wrapped step is not reported apart). One
 *unit* is one ``N x J`` float64 array. The model is ``IBPRFLVM(likelihood="negbinom")`` with
-its defaults, started as ``fit`` starts it, as in ``bench_scale.py``.
+its defaults, started as ``fit`` starts it, as in ``bench_scale.py``. With ``--fit`` the whole
+``IBPRFLVM(likelihood="negbinom", n_iter=S).fit(Y)`` runs instead (one chain, in this process),
+and the process's peak RSS over the fit and each sweep's seconds are reported
+besides the steps (the peak is the largest ``VmHWM`` over the steps and between them).
 """
 
 from __future__ import annotations
@@ -61,6 +64,11 @@ class Steps:
         self.peaks: dict[str, float] = {}
         self.seconds: dict[str, float] = {}
         self.depth = 0
+        self.overall = 0.0  # the process's peak: resetting the kernel's record also resets ru_maxrss
+
+    def reset(self) -> None:
+        self.overall = max(self.overall, peak_mib())
+        reset_peak()
 
     def wrap(self, owner, name: str, label: str | None = None) -> None:
         fn = getattr(owner, name)
@@ -71,7 +79,7 @@ class Steps:
             if self.depth:  # inside another measured step: that one's figure covers it
                 return fn(*args, **kwargs)
             self.depth += 1
-            reset_peak()
+            self.reset()
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
@@ -91,6 +99,31 @@ class Steps:
         self.seconds.clear()
 
 
+def whole_fit(Y: np.ndarray, n_sweeps: int, steps: Steps) -> None:
+    times: list[float] = []
+    real_sweep = model.sweep
+
+    def timed_sweep(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = real_sweep(*args, **kwargs)
+        times.append(time.perf_counter() - t0)
+        print(f"  sweep {len(times)}: {times[-1]:.1f} s wall, K+ {out[0].k_plus}", flush=True)
+        return out
+
+    import ibp_rflvm.chain as chain_module
+
+    chain_module.sweep = timed_sweep
+    t0 = time.perf_counter()
+    IBPRFLVM(likelihood="negbinom", n_iter=n_sweeps, burn_in=n_sweeps - 1, random_state=0).fit(Y)
+    total = time.perf_counter() - t0
+    peak = max(steps.overall, peak_mib())
+    print(
+        f"fit: {total:.0f} s wall, sweeps median {np.median(times):.1f} s; peak RSS of the process "
+        f"{peak:.0f} MiB = {peak / 1024:.2f} GiB ({peak / steps.unit:.2f} units)"
+    )
+    steps.report("the fit (largest over its calls)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -98,6 +131,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--cols", type=int, default=2_000)
     parser.add_argument("--sweeps", type=int, default=1)
+    parser.add_argument("--fit", action="store_true", help="run the estimator's whole fit")
     args = parser.parse_args()
     unit = 8.0 * args.rows * args.cols / 2**20
     print(
@@ -117,6 +151,9 @@ def main() -> None:
     steps.wrap(factorised, "FactorisedState", "FactorisedState (Phi, psi)")
     for name in ("prepare", "init_params", "update_params"):
         steps.wrap(lik, name, f"{lik.__name__}.{name}")
+    if args.fit:
+        whole_fit(Y, args.sweeps, steps)
+        return
     rng = np.random.default_rng(0)
     with threadpool_limits(limits=1, user_api="blas"):
         reset_peak()
