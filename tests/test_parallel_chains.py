@@ -132,6 +132,42 @@ def test_workers_exit_when_the_fit_is_killed_outright(tmp_path):
     _stop_a_fit(tmp_path / "fit.ckpt", signal.SIGKILL)
 
 
+def test_results_come_back_in_the_order_of_the_jobs_whatever_the_dispatch():
+    from ibp_rflvm.parallel_chains import run_chains
+
+    dispatched = []
+
+    def run(c):
+        dispatched.append(c)
+        return 10 * c
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert run_chains(run, [(0,), (1,), (2,)], costs=[1.0, 3.0, 2.0], n_jobs=1) == [0, 10, 20]
+    assert dispatched == [1, 2, 0], "the costliest job goes first"
+    assert signal.getsignal(signal.SIGTERM) == before, "the SIGTERM disposition is restored"
+
+
+def test_a_sigterm_handler_of_the_callers_own_is_left_alone():
+    from ibp_rflvm.parallel_chains import run_chains
+
+    seen = []
+
+    def mine(signum, frame):
+        seen.append(signum)
+
+    def run(c):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return c
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert run_chains(run, [(0,), (1,)], costs=[0.0, 0.0], n_jobs=1) == [0, 1]
+        assert seen == [signal.SIGTERM] * 2
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 # ------------------------------------------------------------------------------------------
 # Chains as tasks on a Dask cluster (joblib.parallel_config(backend="dask")).
 
