@@ -479,13 +479,14 @@ class LogisticPG(Likelihood):
         b = self._b(params, prep)
         omega = draw_pg(rng, b, psi)
         del psi  # each N x J array freed here lowers the fit's peak (docs/memory.md)
-        # kappa = where(observed, y, 0) - b / 2, and Y0 is already 0 where unobserved: computed
-        # in b's place when b is this call's own array, the same numbers without two N x J
-        # temporaries.
+        # kappa = where(observed, Y0, 0) - b / 2 (what Y0 holds where unobserved is never read),
+        # computed in b's place when b is this call's own array: the same numbers without two
+        # N x J temporaries.
         kappa = b if b is not self._trials(prep) else b.copy()
-        kappa *= 0.5
-        np.subtract(prep.Y0, kappa, out=kappa)
         del b
+        kappa *= 0.5
+        np.subtract(prep.Y0, kappa, out=kappa, where=prep.observed)
+        np.subtract(0.0, kappa, out=kappa, where=~prep.observed)
         if off is not None:
             kappa -= omega * off[:, None]
         rhs = Phi.T @ kappa
