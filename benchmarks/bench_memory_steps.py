@@ -104,10 +104,12 @@ def whole_fit(Y: np.ndarray, n_sweeps: int, steps: Steps) -> None:
     real_sweep = model.sweep
 
     def timed_sweep(*args, **kwargs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = real_sweep(*args, **kwargs)
         times.append(time.perf_counter() - t0)
-        print(f"  sweep {len(times)}: {times[-1]:.1f} s wall, K+ {out[0].k_plus}", flush=True)
+        cpu = time.process_time() - c0
+        k_plus = out[0].k_plus
+        print(f"  sweep {len(times)}: {times[-1]:.1f} s wall, {cpu:.1f} s CPU, K+ {k_plus}", flush=True)
         return out
 
     import ibp_rflvm.chain as chain_module
@@ -141,6 +143,7 @@ def main() -> None:
     print(f"RSS before the data {rss_mib():.0f} MiB")
     Y = simulate(args.rows, args.cols)
     print(f"RSS with the data {rss_mib():.0f} MiB ({np.mean(Y == 0):.1%} zeros)")
+    reset_peak()  # the simulation's own temporaries are not the fit's
     spec = IBPRFLVM(likelihood="negbinom", random_state=0)._spec()
     lik = type(spec.likelihood)
     steps = Steps(unit)
@@ -156,21 +159,21 @@ def main() -> None:
         return
     rng = np.random.default_rng(0)
     with threadpool_limits(limits=1, user_api="blas"):
-        reset_peak()
+        steps.reset()
         data = model.Data.from_array(Y, spec.likelihood)
         print(f"Data.from_array: RSS {rss_mib():.0f} MiB, peak {peak_mib():.0f} MiB")
-        reset_peak()
         state = model.init_state(rng, data, spec)
-        print(f"init_state: RSS after {rss_mib():.0f} MiB, peak {peak_mib():.0f} MiB")
+        print(f"init_state: RSS after {rss_mib():.0f} MiB")
         steps.report("init_state")
         for s in range(args.sweeps):
-            reset_peak()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             state, _ = model.sweep(rng, state, data, spec)
-            wall = time.perf_counter() - t0
-            print(f"sweep {s + 1}: {wall:.1f} s, K+ {state.k_plus}, RSS after {rss_mib():.0f} MiB, "
-                  f"peak {peak_mib():.0f} MiB")
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            print(f"sweep {s + 1}: {wall:.1f} s wall, {cpu:.1f} s CPU, K+ {state.k_plus}, "
+                  f"RSS after {rss_mib():.0f} MiB")
             steps.report(f"sweep {s + 1}")
+    peak = max(steps.overall, peak_mib())
+    print(f"peak RSS of the process over the run: {peak:.0f} MiB = {peak / 1024:.2f} GiB")
 
 
 if __name__ == "__main__":
