@@ -1,9 +1,10 @@
 """Several chains of one fit at once: joblib's worker processes, or tasks on a Dask cluster.
 
-The chains go through ``joblib.Parallel``, so whatever backend the caller chose with
-``joblib.parallel_config`` runs them: loky's local processes by default, ``"dask"`` for a
-``dask.distributed`` cluster. A chain's result depends only on its own generator and data,
-never on where or in which order it ran, so every backend gives the same fit bit for bit.
+The backend is the one the caller chose with ``joblib.parallel_config``: loky's local processes
+by default (through ``joblib.Parallel``, as any other local backend), or, for ``"dask"``, the
+tasks of that backend's ``dask.distributed`` client. A chain's result depends only on its own
+generator and data, never on where or in which order it ran, so every backend gives the same
+fit bit for bit.
 
 Stopping cleanly. Ctrl-C raises ``KeyboardInterrupt`` in the waiting process, and joblib then
 kills its local workers. SIGTERM (``kill``, ``timeout``, a batch scheduler's time limit) would by
