@@ -8,7 +8,6 @@ Data may be dense or ``scipy.sparse``; a sparse matrix's zeros are observed zero
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import replace
 
@@ -34,6 +33,7 @@ from .effective_posterior import EffectiveDimensionsMixin
 from .effective_posterior import effective_draws as effective_draws
 from .likelihoods import make_likelihood
 from .model import ChainState, Data, ModelSpec
+from .parallel_chains import run_chains
 from .posterior_embedding import PosteriorEmbeddingMixin
 from .predictive import PredictiveMixin
 from .tempering import Ladder, run_tempered
@@ -183,17 +183,8 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         if len(jobs) == 1:
             results = [_run_one(*jobs[0], verbose=self.verbose)]
         else:
-            from joblib import Parallel, delayed
-
-            n_jobs = self.n_jobs if self.n_jobs is not None else min(len(jobs), os.cpu_count() or 1)
-            # Chains from more dimensions cost more per sweep: dispatched first, they leave the
-            # cheaper ones to fill the workers at the end instead of one long chain running
-            # alone (4 chains on 2 workers). Each chain's result does not depend on the order.
-            order = sorted(range(len(jobs)), key=lambda c: -starts[c])
-            done = Parallel(n_jobs=n_jobs)(delayed(_run_one)(*jobs[c], verbose=False) for c in order)
-            results = [None] * len(jobs)
-            for c, res in zip(order, done, strict=True):
-                results[c] = res
+            # Chains from more dimensions cost more per sweep, so their starts order the dispatch.
+            results = run_chains(_run_one, [(*job, False) for job in jobs], starts, self.n_jobs, shared=1)
         if ladder is not None:
             self.swap_rates_ = np.array([res[1].rates for res in results])
             results = [res[0] for res in results]
@@ -431,6 +422,9 @@ class IBPRFLVM(_RFLVMBase):
         ``latent_``, ``state_`` and ``transform`` use the final sample of the chain with the
         largest weight (``best_chain_``).
     n_jobs : worker processes for the chains (default: one per chain, at most the CPU count).
+        Under ``joblib.parallel_config(backend="dask")`` the chains run as tasks on that Dask
+        cluster instead, which bounds them by its threads (:mod:`ibp_rflvm.parallel_chains`;
+        README: several chains).
     checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
         atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
         a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a

@@ -391,10 +391,20 @@ class LogisticPG(Likelihood):
             psi += off[:, None]
         b = self._b(params, prep)
         omega = draw_pg(rng, b, psi)
-        kappa = np.where(prep.observed, prep.Y0, 0.0) - 0.5 * b
+        del psi  # each N x J array freed here lowers the fit's peak (docs/memory.md)
+        # kappa = where(observed, Y0, 0) - b / 2 (what Y0 holds where unobserved is never read),
+        # computed in b's place when b is this call's own array: the same numbers without two
+        # N x J temporaries.
+        kappa = b if b is not self._trials(prep) else b.copy()
+        del b
+        kappa *= 0.5
+        np.subtract(prep.Y0, kappa, out=kappa, where=prep.observed)
+        np.subtract(0.0, kappa, out=kappa, where=~prep.observed)
         if off is not None:
             kappa -= omega * off[:, None]
-        return gaussian_weights(rng, Phi, omega, Phi.T @ kappa, self.prior_scale**-2)
+        rhs = Phi.T @ kappa
+        del kappa
+        return gaussian_weights(rng, Phi, omega, rhs, self.prior_scale**-2)
 
     def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
         # One Gibbs step from beta = 0 lands in the bulk of the conditional posterior at once.
