@@ -78,6 +78,16 @@ def _expected(spec):
     return exp
 
 
+def _assert_prior_moments(spec, draws: dict) -> None:
+    """Every statistic's chain mean within 4 Monte Carlo standard errors of its prior value."""
+    failures = []
+    for name, target in _expected(spec).items():
+        mean, se = batch_mean_se(draws[name])
+        if abs(mean - target) > 4.0 * se:
+            failures.append(f"{name}: chain {mean:.4f} prior {target:.4f} (MCSE {se:.4f})")
+    assert not failures, failures
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("ibp_on", "whole_move", "frequency_update", "max_dims", "pairs_per_dim"),
@@ -105,12 +115,7 @@ def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update, max_
         assert draws["whole"].sum() > 200
     if max_dims is not None:
         assert draws["k_plus"].max() <= max_dims
-    failures = []
-    for name, target in _expected(spec).items():
-        mean, se = batch_mean_se(draws[name])
-        if abs(mean - target) > 4.0 * se:
-            failures.append(f"{name}: chain {mean:.4f} prior {target:.4f} (MCSE {se:.4f})")
-    assert not failures, failures
+    _assert_prior_moments(spec, draws)
 
 
 @pytest.mark.slow
@@ -123,9 +128,4 @@ def test_gaussian_sweep_gets_it_right_with_beta_learned():
     draws = _successive_conditional(spec, 8000)
     assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
     assert draws["transfers"].sum() > 500 and draws["absorbs"].sum() > 500
-    failures = []
-    for name, target in _expected(spec).items():
-        mean, se = batch_mean_se(draws[name])
-        if abs(mean - target) > 4.0 * se:
-            failures.append(f"{name}: chain {mean:.4f} prior {target:.4f} (MCSE {se:.4f})")
-    assert not failures, failures
+    _assert_prior_moments(spec, draws)
