@@ -454,11 +454,11 @@ def sweep(
         _resize(rng, w, keep, 0, spec.lam0)
         if fs is not None:
             fs.Phi = np.ascontiguousarray(fs.Phi)  # dropped dimensions were inactive: Phi unchanged
-        counts = w.Z.sum(axis=0)
         if spec.fixed_alpha is None:
             a, b = spec.alpha_prior
             w.alpha = ibp.update_alpha(rng, w.Z.shape[1], N, a, b, w.ibp_beta)
         if spec.ibp_beta is None and not warming:
+            counts = w.Z.sum(axis=0)
             w.ibp_beta = update_beta(rng, counts, N, w.alpha, w.ibp_beta, spec.ibp_beta_prior)
 
     if not spec.use_likelihood:
