@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -73,20 +74,24 @@ def _assert_same_chains(a, b):
         np.testing.assert_array_equal(sa["params"]["beta"], sb["params"]["beta"])
 
 
-def _stop_a_fit(path: Path, signum: int) -> list[int]:
-    """Start a 2-chain fit in a subprocess, send `signum` once both chains have checkpointed,
-    and return the sweeps their checkpoints hold, after checking that no worker outlives it."""
-    files = [Path(f"{path}.chain{c}") for c in range(2)]
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(settings=SETTINGS), str(path)],
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+def _worker_processes(pid: int) -> list[int]:
+    """The joblib worker processes among `pid`'s descendants (not its resource trackers)."""
+    found = []
+    for p in _descendants(pid):
+        try:
+            if b"popen_loky_posix" in Path(f"/proc/{p}/cmdline").read_bytes():
+                found.append(p)
+        except OSError:
+            pass
+    return found
+
+
+def _kill_when(proc: subprocess.Popen, signum: int, ready: Callable[[], bool]) -> None:
+    """Send `signum` to `proc` once `ready()` holds, and check that no process it started
+    (its workers, and the resource trackers they keep alive) outlives it by 10 s."""
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if all(load_checkpoint(f)["sweep"] >= 2 for f in files):
-                    break
-            except Exception:  # not written yet, or a read racing the atomic rename
-                pass
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
             time.sleep(0.01)
         workers = _descendants(proc.pid)
         os.kill(proc.pid, signum)
@@ -104,6 +109,27 @@ def _stop_a_fit(path: Path, signum: int) -> list[int]:
     for p in left:  # do not leave them to the next test
         os.kill(p, signal.SIGKILL)
     assert not left, f"worker processes {left} still running 10 s after the signal"
+
+
+def _checkpointed(files: list[Path]) -> bool:
+    try:
+        return all(load_checkpoint(f)["sweep"] >= 2 for f in files)
+    except Exception:  # not written yet, or a read racing the atomic rename
+        return False
+
+
+def _stop_a_fit(path: Path, signum: int, when: str = "checkpointed") -> list[int] | None:
+    """Start a 2-chain fit in a subprocess and send `signum` once both chains have checkpointed
+    (`when` "checkpointed"), or as soon as both worker processes exist, before they have begun
+    their chains (`when` "starting"); return the sweeps the checkpoints hold (None when
+    stopped while starting)."""
+    files = [Path(f"{path}.chain{c}") for c in range(2)]
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT.format(settings=SETTINGS), str(path)],
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    if when == "starting":
+        _kill_when(proc, signum, lambda: len(_worker_processes(proc.pid)) >= 2)
+        return None
+    _kill_when(proc, signum, lambda: _checkpointed(files))
     saved = [load_checkpoint(f)["sweep"] for f in files]
     assert min(saved) < N_ITER, f"the chains had finished ({saved}) before the signal"
     return saved
@@ -126,10 +152,35 @@ def test_sigterm_leaves_no_worker_and_the_chains_resume_exactly(tmp_path):
 
 @needs_proc
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-def test_workers_exit_when_the_fit_is_killed_outright(tmp_path):
-    """SIGKILL gives the dispatching process no say: each worker notices its parent is gone.
-    (That a chain killed mid-run resumes exactly is test_checkpoint's.)"""
-    _stop_a_fit(tmp_path / "fit.ckpt", signal.SIGKILL)
+@pytest.mark.parametrize("when", ["checkpointed", "starting"])
+def test_workers_exit_when_the_fit_is_killed_outright(tmp_path, when):
+    """SIGKILL gives the dispatching process no say: each worker notices its parent is gone,
+    whether its chain is running or the worker is still importing (a slow start under load once
+    left both workers running their chains to the end). That a chain killed mid-run resumes
+    exactly is test_checkpoint's."""
+    _stop_a_fit(tmp_path / "fit.ckpt", signal.SIGKILL, when)
+
+
+IDLE_SCRIPT = """
+import pathlib, sys, time
+from ibp_rflvm.parallel_chains import run_chains
+
+def run(seconds, flag):
+    time.sleep(seconds)
+    pathlib.Path(flag).touch()
+
+run_chains(run, [(0.0, sys.argv[1]), (120.0, sys.argv[1] + ".never")], costs=[1.0, 2.0], n_jobs=2)
+"""
+
+
+@needs_proc
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_worker_whose_chain_has_ended_exits_with_the_fit(tmp_path):
+    """Chains end at different times; the worker that finished first waits idle for more work,
+    and must notice the dispatcher's death as well as the one still running a chain."""
+    done = tmp_path / "fast-chain-done"
+    proc = subprocess.Popen([sys.executable, "-c", IDLE_SCRIPT, str(done)], stderr=subprocess.DEVNULL)
+    _kill_when(proc, signal.SIGKILL, lambda: done.exists() and len(_worker_processes(proc.pid)) >= 2)
 
 
 def test_results_come_back_in_the_order_of_the_jobs_whatever_the_dispatch():

@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -67,12 +68,34 @@ def run_chains(
         else:
             if n_jobs is None:
                 n_jobs = min(len(jobs), os.cpu_count() or 1)
-            parent = os.getpid()
-            done = Parallel(n_jobs=n_jobs)(delayed(_watched)(run, parent, *jobs[c]) for c in order)
+            # Loky and multiprocessing workers are children of this process; other backends' may not be.
+            parent = os.getpid() if type(backend).__name__ in _CHILD_BACKENDS else None
+            local = Parallel(n_jobs=n_jobs, backend=_loky_watching(backend, parent))
+            done = local(delayed(_watched)(run, parent, *jobs[c]) for c in order)
     results: list = [None] * len(jobs)
     for c, res in zip(order, done, strict=True):
         results[c] = res
     return results
+
+
+#: joblib backends whose workers are processes forked or spawned by the dispatching process.
+_CHILD_BACKENDS = frozenset({"LokyBackend", "MultiprocessingBackend"})
+
+
+def _loky_watching(backend, parent: int | None):
+    """The active loky backend, remade so that each worker watches `parent` from its start
+    (None: keep the active backend as it is). A worker watched only from its first chain could
+    outlive a dispatcher killed before it had been given one: loky leaves such a worker waiting
+    for work until its idle timeout, 300 s. A user's own initializer is left in place."""
+    if parent is None or type(backend).__name__ != "LokyBackend" or "initializer" in backend.backend_kwargs:
+        return None
+    return type(backend)(
+        nesting_level=backend.nesting_level,
+        inner_max_num_threads=backend.inner_max_num_threads,
+        **backend.backend_kwargs,
+        initializer=_watch_parent,
+        initargs=(parent,),
+    )
 
 
 def _is_dask(backend) -> bool:
@@ -143,22 +166,39 @@ def _sigterm_stops_workers():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def _watched(run: Callable[..., Any], parent: int, *args):
-    """`run(*args)` in a worker; if this process is a child of `parent` (a local worker), it
-    exits as soon as `parent` is gone, so a dispatcher killed outright leaves no chain running."""
-    if os.getppid() != parent:  # a Dask worker, a thread of the same process, or no watch possible
-        return run(*args)
-    finished = threading.Event()
+def _watched(run: Callable[..., Any], parent: int | None, *args):
+    """`run(*args)` in a worker process that `parent` started, which from now on exits as soon
+    as `parent` is gone, so a dispatcher killed outright leaves no worker behind. `parent` None,
+    or this process itself (the threading backend): no watch."""
+    if parent is not None and os.getpid() != parent:
+        _watch_parent(parent)
+    return run(*args)
+
+
+_watch_lock = threading.Lock()
+_watched_parent: int | None = None
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit this process once it is no longer `parent`'s child, checking until it ends.
+
+    The watch outlives the chain: a worker that has finished its chain waits idle for the next
+    one, and an idle worker does not notice on its own that the dispatcher has gone (two chains
+    at different speeds left the faster one's worker running after a SIGKILL)."""
+    global _watched_parent
+    with _watch_lock:
+        if _watched_parent == parent:
+            return
+        _watched_parent = parent
+    if os.getppid() != parent:
+        # Re-parented already: the dispatcher died while this worker was starting (importing,
+        # compiling), and the chain it would run has no one to return to.
+        os._exit(1)
 
     def watch():
-        while not finished.wait(WATCH_EVERY):
-            if os.getppid() != parent:  # re-parented: the dispatching process has ended
+        while True:
+            time.sleep(WATCH_EVERY)
+            if os.getppid() != parent:
                 os._exit(1)
 
-    watcher = threading.Thread(target=watch, name="ibp-rflvm-parent-watch", daemon=True)
-    watcher.start()
-    try:
-        return run(*args)
-    finally:
-        finished.set()
-        watcher.join()
+    threading.Thread(target=watch, name="ibp-rflvm-parent-watch", daemon=True).start()
