@@ -15,7 +15,7 @@ from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.chain import load_checkpoint
 from ibp_rflvm.datasets import make_cambridge
 
-N_ITER = 80
+N_ITER = 200  # over 1 s per chain: the signal must land before the chains end, under CI load too
 SETTINGS = {"n_iter": N_ITER, "n_frequencies": 8, "init_dims": 4, "random_state": 7, "n_chains": 2}
 SCRIPT = """
 import sys
