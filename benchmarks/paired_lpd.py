@@ -6,6 +6,9 @@ Chains are matched by (start, seed). For each pair, the difference of the held-o
 (b minus a) with its paired standard error: the standard deviation over held-out entries of the
 entry-wise difference, over the square root of their number. Entries are scored by the same
 samples within a run, so the pairing removes the variation between entries that both runs share.
+For counts (runs whose chains carry ``pointwise_ylogp``) also the paired difference of the log
+perplexity, ``-sum_j y_j (log p_bj - log p_aj) / sum_j y_j``, with its standard error over
+entries (positive: b's perplexity is higher, worse).
 """
 
 from __future__ import annotations
@@ -24,14 +27,31 @@ def paired(a: dict, b: dict) -> list[dict]:
         if ca is None:
             continue
         d = np.asarray(cb["pointwise_lpd"]) - np.asarray(ca["pointwise_lpd"])
-        rows.append(
-            {
-                "start": cb["init_dims"], "seed": cb["seed"], "lpd_a": float(np.mean(ca["pointwise_lpd"])),
-                "lpd_b": float(np.mean(cb["pointwise_lpd"])), "diff": float(d.mean()),
-                "se": float(d.std(ddof=1) / np.sqrt(d.size)),
-            }
-        )  # fmt: skip
+        row = {
+            "start": cb["init_dims"], "seed": cb["seed"], "lpd_a": float(np.mean(ca["pointwise_lpd"])),
+            "lpd_b": float(np.mean(cb["pointwise_lpd"])), "diff": float(d.mean()),
+            "se": float(d.std(ddof=1) / np.sqrt(d.size)),
+        }  # fmt: skip
+        if "pointwise_ylogp" in ca and "pointwise_ylogp" in cb:
+            # log perplexity is -sum y log p / sum y: its paired difference is a ratio of sums
+            # over the same entries, with the standard error of the numerator's mean.
+            e = np.asarray(cb["pointwise_ylogp"]) - np.asarray(ca["pointwise_ylogp"])
+            total = ca["heldout_total"]
+            row.update({
+                "perplexity_a": ca["perplexity"], "perplexity_b": cb["perplexity"],
+                "log_perplexity_diff": float(-e.sum() / total),
+                "log_perplexity_se": float(e.std(ddof=1) * np.sqrt(e.size) / total),
+            })  # fmt: skip
+        rows.append(row)
     return rows
+
+
+def load_report(path: str) -> dict:
+    """A `mixing.py --out` report, gzipped when its name ends in ``.gz``."""
+    import gzip
+
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return json.load(f)
 
 
 def main(argv=None) -> list[dict]:
@@ -39,13 +59,18 @@ def main(argv=None) -> list[dict]:
     p.add_argument("a")
     p.add_argument("b")
     args = p.parse_args(argv)
-    with open(args.a) as fa, open(args.b) as fb:
-        rows = paired(json.load(fa), json.load(fb))
+    rows = paired(load_report(args.a), load_report(args.b))
     print("start seed  LPD a    LPD b    b - a (paired SE)")
     for r in rows:
+        extra = ""
+        if "log_perplexity_diff" in r:
+            extra = (
+                f"  perplexity {r['perplexity_a']:.2f} -> {r['perplexity_b']:.2f},"
+                f" log ratio {r['log_perplexity_diff']:+.4f} ({r['log_perplexity_se']:.4f})"
+            )
         print(
             f"{r['start']:5d} {r['seed']:5d}  {r['lpd_a']:.4f}  {r['lpd_b']:.4f}"
-            f"  {r['diff']:+.4f} ({r['se']:.4f})"
+            f"  {r['diff']:+.4f} ({r['se']:.4f}){extra}"
         )
     return rows
 

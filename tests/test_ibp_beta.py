@@ -103,14 +103,17 @@ def learned_beta_moments(alpha_prior, beta_prior, n: int) -> dict[str, float]:
     }  # fmt: skip
 
 
-def _prior_chain(data_cols, n_sweeps, beta, n=10, alpha=2.0, seed=0, beta_prior=(1.0, 1.0), burn=200):
+def _prior_chain(
+    data_cols, n_sweeps, beta, n=10, alpha=2.0, seed=0, beta_prior=(1.0, 1.0), burn=200, max_dims=None
+):
     """The real sweep with no information in the data (``data_cols``: see tests/test_ibp.py).
     Returns the traces after `burn` sweeps and the summed move counts."""
     rng = np.random.default_rng(seed)
     use_lik = data_cols is not None
     data = model.Data.from_array(np.zeros((n, data_cols if use_lik else 1)))
     spec = model.ModelSpec(
-        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, ibp_beta=beta, ibp_beta_prior=beta_prior
+        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, ibp_beta=beta, ibp_beta_prior=beta_prior,
+        max_dims=max_dims,
     )
     state = model.init_state(rng, data, spec)
     out = {"k_plus": [], "rows": [], "beta": [], "x2": []}
@@ -152,6 +155,26 @@ def test_two_parameter_prior_matches_poisson(beta, data_cols):
     assert not failures, failures
     # The one-parameter IBP's K+ would be 5.86: the check must be able to tell the two apart.
     assert 4 * se < abs(alpha * ibp.harmonic(n) - target)
+
+
+@pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-kernels"])
+def test_capped_two_parameter_prior_is_the_truncated_poisson(data_cols):
+    """Under a cap the two-parameter sweep samples the prior conditioned on ``K+ <= cap``, whose
+    only births are the singleton births (the flips and pair moves keep ``K+``). At ``beta = 3``
+    (``E[K+] = 9.62``) a cap of 8 removes 62% of the mass and moves the mean to 6.5: a birth past
+    the cap accepted, or rejected as anything but outside the support, would show."""
+    n, alpha, beta, cap = 10, 2.0, 3.0, 8
+    draws, moved = _prior_chain(data_cols, 4000, beta, n=n, alpha=alpha, max_dims=cap)
+    assert min(moved.values()) > 300, moved
+    assert draws["k_plus"].max() <= cap
+    pmf = stats.poisson(alpha * ibp.sharing_sum(n, beta)).pmf(np.arange(cap + 1))
+    pmf /= pmf.sum()
+    failures = []
+    _assert_close(failures, "mean", draws["k_plus"], float(pmf @ np.arange(cap + 1)))
+    _assert_close(failures, "P(K+ = cap)", draws["k_plus"] == cap, float(pmf[cap]))
+    _assert_close(failures, "P(K+ <= 5)", draws["k_plus"] <= 5, float(pmf[:6].sum()))
+    _assert_close(failures, "x^2", draws["x2"], 1.0)
+    assert not failures, failures
 
 
 @pytest.mark.slow

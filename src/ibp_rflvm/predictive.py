@@ -74,6 +74,11 @@ class PredictiveMixin(TransformerMixin):
                 f"perplexity is defined for count data; this model uses the {self.likelihood!r} "
                 "likelihood (use score or log_predictive_density)"
             )
+        return perplexity_metric(*self._heldout_shares(Y_heldout, missing_mask))
+
+    def _heldout_shares(self, Y_heldout, missing_mask=None) -> tuple[np.ndarray, np.ndarray]:
+        """The held-out counts and their predicted shares ``p_ij``, entry by entry in the order
+        of :meth:`pointwise_log_predictive` (for :meth:`perplexity` and paired comparisons)."""
         unique_rows, row_pos, cols, vals = self._heldout(Y_heldout, missing_mask)
         lik = self.spec_.likelihood
         rows_kw = _rows_kw(lik, unique_rows, self._data.prep)
@@ -82,7 +87,7 @@ class PredictiveMixin(TransformerMixin):
             if w > 0:
                 mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
                 p += w * (mu[row_pos, cols] / mu.sum(axis=1)[row_pos])
-        return perplexity_metric(vals, p)
+        return vals, p
 
     def transform(
         self, Y_new, n_sweeps: int = 60, burn_in: int = 20, random_state=None, missing_mask=None,
