@@ -50,7 +50,8 @@ WORK_EXTRA = _M_MAX
 _BINOM = np.array(
     [[math.comb(n + i - 1, i) if n else 0.0 for i in range(_M_MAX)] for n in range(_ORDER)], dtype=np.float64
 )
-_ZETA = np.array([[0.0] + [float(zeta(2 * m, K + 0.5)) for m in range(1, _M_MAX)] for K in range(K_MAX + 1)])
+_ZETA = zeta(2.0 * np.arange(_M_MAX)[None, :], np.arange(K_MAX + 1)[:, None] + 0.5)
+_ZETA[:, 0] = 0.0  # m = 0 is never read
 
 
 def gamma_deriv_norm(m: int, b: float) -> float:
