@@ -247,6 +247,8 @@ def test_series_regime_is_used_only_within_its_bound(c):
     # The bound does not grow with b; at |c| <= 10 a handful of terms suffices.
     if c <= 10.0:
         assert pgs.series_terms(1e7, c, pgs.K_MAX) <= 9
+    # Below b = 9 (G_8 infinite from b = 8) the bound is infinite and no series is offered.
+    assert pgs.series_tv_bound(8.99, c, 50) == math.inf and pgs.series_terms(8.99, c, pgs.K_MAX) == 0
     # A cap below the K the bound needs: no series (the exact sum is drawn).
     assert pgs.series_terms(138.0, c, pgs.series_terms(138.0, c, pgs.K_MAX) - 1) == 0
 

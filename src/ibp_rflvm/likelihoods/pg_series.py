@@ -95,7 +95,9 @@ def _g8_upper(b):
 def series_tv_bound(b, c, K):
     """Bound on the total-variation distance between :func:`jstar_series`'s draw (``K`` exact
     terms) and ``PG(b, c)``, ``b >= 9``: ``d_1^8 G_8(b) E (T - mu)^8 / 8!`` with each cumulant of
-    the remainder bounded by ``b (n-1)! (2 pi^2)^-n K^{1-2n} / (2n - 1)``."""
+    the remainder bounded by ``b (n-1)! (2 pi^2)^-n K^{1-2n} / (2n - 1)``; infinite below 9."""
+    if b < B_MIN:
+        return math.inf
     # kappa_n / b = (n-1)! (2 pi^2)^-n K^{1-2n} / (2n - 1), n = 2 .. 8.
     x = 1.0 / (_TWO_PI2 * K * K)
     base = b * K * x
@@ -120,6 +122,8 @@ def series_terms(b, c, k_cap):
     ``K`` is also at least ``sqrt(14) a - 1/2``, where the remainder's sums converge fast
     (:func:`tail_sums`). The bound's leading term, ``105 kappa_2^4``, gives the starting ``K``.
     """
+    if b < B_MIN:
+        return 0
     a = abs(c) / (2.0 * _PI)
     d1 = 0.5 * (_PI * _PI + c * c)
     lead = d1**8 * _g8_upper(b) * 105.0 * (b / (3.0 * _TWO_PI2**2)) ** 4 / 40320.0
