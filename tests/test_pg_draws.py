@@ -16,13 +16,14 @@ import pytest
 from scipy import integrate, special, stats
 
 from ibp_rflvm.likelihoods import pg_draws as pgd
+from ibp_rflvm.likelihoods import pg_series as pgs
 from ibp_rflvm.likelihoods.polya_gamma import draw_pg
 
 B_GRID = (0.005, 0.05, 0.5, 1.0, 1.5, 2.5, 3.5, 6.0, 12.0, 30.0, 80.0, 300.0)
 C_GRID = (0.0, 0.1, 1.0, 4.0, 10.0)
-#: Draws per cell: 200,000 up to b = 6, 50,000 above (each draw costs about b PG(1) draws up to
-#: b = 48, and 128-512 Gamma draws beyond); the whole grid takes about 10 s.
-N_SMALL, N_LARGE = 200_000, 50_000
+#: Draws per cell: 200,000 (each draw costs about b PG(1) draws below b = 9, and K + 3 Gamma
+#: draws, K = 2-9 at |c| <= 10, from there); the whole grid takes about 10 s.
+N_SMALL, N_LARGE = 200_000, 200_000
 Z_MAX = 4.5  # 60 cells x 2 statistics: P(any |Z| > 4.5 | exact sampler) is about 1e-3
 
 
@@ -152,60 +153,118 @@ def test_fractional_sampler_has_the_exact_law(h, c):
 
 
 # ------------------------------------------------------------------------------------------
-# Large shapes: the series regime and its bound
+# Large shapes: the series regime and its bound (pg_series)
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("c", [0.0, 1.0, 4.0, 10.0, 20.0])
-def test_series_regime_is_used_only_within_its_bound(c):
-    for b in (49.0, 120.5, 1e3, 1e5, 1e7):
-        K = pgd._series_terms(b, c, pgd._SERIES_K_MAX)
-        if K:
-            assert pgd.series_tv_bound(b, c, K) <= pgd.TV_TARGET
-            assert K == pgd._SERIES_K_MIN or pgd.series_tv_bound(b, c, K // 2) > pgd.TV_TARGET
-    # Small |c| needs 64 terms at every large b (the bound does not grow with b).
-    if c <= 1.0:
-        assert pgd._series_terms(1e7, c, pgd._SERIES_K_MAX) == 64
-    # K is capped at n / 0.35 (beyond, the exact sum of n PG(1, c) draws is cheaper): at c = 20
-    # the bound needs K = 1024, more than 120 / 0.35 = 343, so b = 120.5 is drawn as the sum.
-    if c == 20.0:
-        assert pgd._series_terms(120.5, c, 120 / pgd._GAMMA_PER_PG1) == 0
+def tail_brute(c, K, n_max=8, terms=4_000_000):
+    """``sum_{k > K} d_k^-n`` for ``n = 1 .. n_max`` by direct summation (the first sum's
+    remainder beyond `terms` added as its integral)."""
+    k = np.arange(K + 1, terms + 1, dtype=np.float64)
+    d = 2.0 * math.pi**2 * ((k - 0.5) ** 2 + (c / (2 * math.pi)) ** 2)
+    out = [float(np.sum(d**-n)) for n in range(1, n_max + 1)]
+    out[0] += 1.0 / (2.0 * math.pi**2 * terms)
+    return out
 
 
-@pytest.mark.parametrize("b", [4.0, 49.0, 300.0, 1e4])
-def test_gamma_third_derivative_norm(b):
-    # The series bound's int |f'''| of the Gamma(b, 1) density (closed form from the roots of
-    # f''') against quadrature of f''' = -f (y^3 - 3 a y - 2 a) / x^3, a = b - 1, y = x - a.
+@pytest.mark.parametrize(("m", "b"), [(3, 4.5), (3, 300.0), (8, 9.0), (8, 14.0), (8, 300.0)])
+def test_gamma_derivative_norm(m, b):
+    # int |g^(m)| from the Laguerre roots against quadrature of g^(m) = m! x^{b-1-m} e^-x
+    # L_m^{(b-1-m)}(x) / Gamma(b) (Rodrigues), itself checked against finite differences.
     a, sd = b - 1.0, math.sqrt(b)
 
-    def f3(x):
-        y = x - a
-        return -stats.gamma.pdf(x, b) * (y**3 - 3 * a * y - 2 * a) / x**3
+    def gm(x, m=m):
+        return (
+            math.factorial(m)
+            * math.exp((a - m) * math.log(x) - x - math.lgamma(b))
+            * special.eval_genlaguerre(m, a - m, x)
+        )
 
-    x0, step = b + 0.7 * sd, 1e-3 * sd
+    x0, h = b + 0.7 * sd, 1e-2 * sd
     pdf = stats.gamma(b).pdf
-    fd = (pdf(x0 + 2 * step) - 2 * pdf(x0 + step) + 2 * pdf(x0 - step) - pdf(x0 - 2 * step)) / (2 * step**3)
-    assert f3(x0) == pytest.approx(fd, rel=1e-2)
-    lo = max(0.0, b - 20 * sd)
-    pts = [p for p in (b - 2 * sd, b, b + 2 * sd) if p > lo]
-    want = integrate.quad(lambda x: abs(f3(x)), lo, b + 20 * sd, limit=500, points=pts)[0]
-    assert pgd.gamma_d3_norm(b) == pytest.approx(want, rel=1e-5)
+    fd3 = (pdf(x0 + 2 * h) - 2 * pdf(x0 + h) + 2 * pdf(x0 - h) - pdf(x0 - 2 * h)) / (2 * h**3)
+    assert gm(x0, 3) == pytest.approx(fd3, rel=1e-3)
+    # Integrate piece by piece between the roots of g^(m) (scipy's own Laguerre roots).
+    edges = [max(1e-12, b - 25 * sd), *special.roots_genlaguerre(m, a - m)[0], b + 25 * sd + 30]
+    want = sum(
+        integrate.quad(lambda x: abs(gm(x)), lo, hi, limit=200, epsabs=0.0, epsrel=1e-11)[0]
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True)
+    )
+    assert pgs.gamma_deriv_norm(m, b) == pytest.approx(want, rel=1e-6)
 
 
-def test_series_bound_ingredients():
-    # The remainder's exact sums sit under the integral bounds the TV bound uses, and the
-    # matched Gamma's moments are the exact remainder's.
-    c, K, b = 3.0, 64, 100.0
-    k = np.arange(K + 1, 2_000_001, dtype=np.float64)
-    d = 2.0 * math.pi**2 * ((k - 0.5) ** 2 + (c / (2 * math.pi)) ** 2)
-    for n in (2, 4):
-        bound = (2 * math.pi**2) ** -n * (K - 0.5) ** (1 - 2 * n) / (2 * n - 1)
-        assert np.sum(d**-n) <= bound
-    m1, m2 = pgd._tail_sums(c, K)
-    # beyond k = 2e6 the first sum still holds about 1 / (2 pi^2 2e6)
-    assert m1 == pytest.approx(np.sum(1.0 / d) + 1.0 / (2 * math.pi**2 * 2e6), rel=1e-7)
-    assert m2 == pytest.approx(np.sum(d**-2.0), rel=1e-6)
-    assert 0.0 < pgd.series_tv_bound(b, c, 2 * K) < pgd.series_tv_bound(b, c, K)
+def test_g8_table_bounds_the_norm_between_its_edges():
+    # The bound reads b^4 G_8(b) at the table edge below b: valid if b^4 G_8(b) decreases, which
+    # it does on a fine grid up to 10^6 (towards E|He_8(Z)| = 96.0 as Gamma(b) turns normal).
+    grid = np.concatenate([np.linspace(9.0, 64.0, 551), np.geomspace(64.0, 1e6, 200)[1:]])
+    vals = np.array([b**4 * pgs.gamma_deriv_norm(8, b) for b in grid])
+    assert np.all(np.diff(vals) < 0.0)
+    assert 96.0 < vals[-1] < 96.2
+    for b, v in zip(grid, vals, strict=True):
+        assert pgs._g8_upper(b) * b**4 >= v * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("c", [0.0, 1.0, 7.0, 20.0, 80.0])
+def test_tail_sums_and_the_three_gamma_remainder(c):
+    b = 138.0
+    K = pgs.series_terms(b, c, pgs.K_MAX)
+    assert K > 0
+    work = np.empty(14 + pgs.WORK_EXTRA)
+    shift = pgs.remainder_law(b, c, K, work)
+    brute = tail_brute(c, K)
+    np.testing.assert_allclose(work[1:8], brute[:7], rtol=1e-12)
+    # The remainder T' = s + sum theta_i Gamma(alpha_i) has T's cumulants 1-7 and at most its 8th.
+    theta, alpha = work[8:14:2], work[9:14:2]
+    assert shift >= 0.0 and np.all(theta > 0.0) and np.all(alpha > 0.0)
+    got = [shift + np.sum(alpha * theta)] + [
+        math.factorial(n - 1) * np.sum(alpha * theta**n) for n in range(2, 9)
+    ]
+    want = [b * math.factorial(n - 1) * brute[n - 1] for n in range(1, 9)]
+    np.testing.assert_allclose(got[:7], want[:7], rtol=1e-11)
+    assert got[7] <= want[7]
+    # The bound's cumulant bounds hold: S_n <= (2 pi^2)^-n K^{1-2n} / (2n - 1).
+    for n in range(1, 9):
+        assert brute[n - 1] <= (2 * math.pi**2) ** -n * K ** (1 - 2 * n) / (2 * n - 1)
+
+
+def test_eighth_moment_from_cumulants():
+    # The bound's E (X - mu)^8 in cumulants, checked on a Gamma(3.7) variable (kappa_n = 3.7 (n-1)!).
+    k = {n: 3.7 * math.factorial(n - 1) for n in range(2, 9)}
+    m8 = (k[8] + 28 * k[6] * k[2] + 56 * k[5] * k[3] + 35 * k[4] ** 2 + 210 * k[4] * k[2] ** 2
+          + 280 * k[3] ** 2 * k[2] + 105 * k[2] ** 4)  # fmt: skip
+    want = integrate.quad(lambda x: (x - 3.7) ** 8 * stats.gamma.pdf(x, 3.7), 0, 200, limit=500)[0]
+    assert m8 == pytest.approx(want, rel=1e-8)
+
+
+@pytest.mark.parametrize("c", [0.0, 1.0, 4.0, 10.0, 20.0, 60.0])
+def test_series_regime_is_used_only_within_its_bound(c):
+    for b in (9.0, 9.7, 20.0, 138.0, 1e3, 1e5, 1e7):
+        K = pgs.series_terms(b, c, pgs.K_MAX)
+        assert K > 0
+        assert pgs.series_tv_bound(b, c, K) <= pgs.TV_TARGET
+        lowest = max(1, math.ceil(math.sqrt(14.0) * c / (2 * math.pi) - 0.5))
+        assert K == lowest or pgs.series_tv_bound(b, c, K - 1) > pgs.TV_TARGET
+    # The bound does not grow with b; at |c| <= 10 a handful of terms suffices.
+    if c <= 10.0:
+        assert pgs.series_terms(1e7, c, pgs.K_MAX) <= 9
+    # Below b = 9 (G_8 infinite from b = 8) the bound is infinite and no series is offered.
+    assert pgs.series_tv_bound(8.99, c, 50) == math.inf and pgs.series_terms(8.99, c, pgs.K_MAX) == 0
+    # A cap below the K the bound needs: no series (the exact sum is drawn).
+    assert pgs.series_terms(138.0, c, pgs.series_terms(138.0, c, pgs.K_MAX) - 1) == 0
+
+
+@pytest.mark.parametrize(("b", "c"), [(9.0, 0.0), (20.5, 7.0), (138.0, 10.0)])
+def test_series_law_equals_the_exact_sum(b, c):
+    # Two-sample Kolmogorov-Smirnov test of the series draws against the exact route (the sum of
+    # floor(b) PG(1, c) draws and one PG(h, c) draw), 40,000 draws each.
+    n = 40_000
+    rng = np.random.default_rng(int(b * 10 + c))
+    series = draw_pg(rng, np.full(n, b), np.full(n, c))
+    parts = np.ones((n, int(b)))
+    if b % 1:
+        parts = np.hstack([parts, np.full((n, 1), b % 1)])
+    exact = draw_pg(rng, parts, np.full(parts.shape, c)).sum(axis=1)
+    assert stats.ks_2samp(series, exact).pvalue > 1e-3
 
 
 def test_large_shape_third_cumulant():

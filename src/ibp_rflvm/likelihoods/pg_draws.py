@@ -7,18 +7,17 @@ Notation (Polson, Scott and Windle 2013): ``J*(h) = sum_k g_k / lambda_k`` with
 
 The regimes (``docs/polya_gamma.md`` has the derivations and the measurements):
 
-* ``b = n + h`` with ``n = floor(b) <= _SUM_MAX`` (almost every shape the negative binomial,
-  binomial and Bernoulli likelihoods produce on count data): the sum of ``n`` exact ``PG(1, c)`` draws
-  (Devroye's alternating-series sampler, :func:`_jstar_one`) and one exact ``PG(h, c)`` draw for
-  the fractional part ``h in (0, 1)`` (:func:`_jstar_frac`, an alternating-series sampler built
-  on the small-``x`` series of the ``J*(h)`` density, with an envelope proved below; below
-  ``h = 1e-20`` it is cut at ``x = 6``, a change of law under ``1e-20``).
-* larger ``b``: ``K`` exact Gamma terms of the series and the rest as one Gamma variable with the
-  rest's exact mean and variance (:func:`_jstar_series`). Its total-variation distance from
-  ``PG(b, c)`` is at most :func:`series_tv_bound` (a Taylor bound, third order), and ``K`` is
-  the smallest of 64, 128, ... that brings it under :data:`TV_TARGET`; where no ``K`` up to
-  :data:`_SERIES_K_MAX` does (very large ``|c|``), or where the exact sum is cheaper than ``K``
-  Gamma draws, the exact sum is used.
+* ``b = n + h`` with ``b < 9``, or where it is cheaper (very large ``|c|``): the sum of ``n``
+  exact ``PG(1, c)`` draws (Devroye's alternating-series sampler, :func:`_jstar_one`) and one
+  exact ``PG(h, c)`` draw for the fractional part ``h in (0, 1)`` (:func:`_jstar_frac`, an
+  alternating-series sampler built on the small-``x`` series of the ``J*(h)`` density, with an
+  envelope proved below; below ``h = 1e-20`` it is cut at ``x = 6``, a change of law under
+  ``1e-20``).
+* ``b >= 9``: ``K`` exact Gamma terms of the series and the rest as three Gamma variables and a
+  shift matching the rest's first seven cumulants (:mod:`.pg_series`). Its total-variation
+  distance from ``PG(b, c)`` is at most :func:`.pg_series.series_tv_bound` (a Taylor bound,
+  eighth order), and ``K`` is the smallest that brings it under :data:`TV_TARGET` (2-9 terms for
+  ``|c| <= 10``); where that ``K`` would cost more than the exact sum, the exact sum is used.
 
 Every random number comes from the chain's ``numpy.random.Generator`` (numba draws from the
 Generator's own bit generator), so a seed fixes every draw and a restored Generator state
@@ -32,26 +31,25 @@ import math
 import numpy as np
 from numba import njit
 
+from .pg_series import B_MIN, K_MAX, TV_TARGET, WORK_EXTRA, jstar_series, series_terms
+
+__all__ = ["TV_TARGET", "draw_pg_exact", "pg_mean", "pg_var"]
+
 _PI = math.pi
 _KAPPA = _PI**2 / 8.0  # lambda_1: the slowest exponential rate of J*(h)
 _LAMBDA2 = 9.0 * _KAPPA
 _LOG_2PI = math.log(2.0 * _PI)
 #: Devroye's split point for ``J*(1, z)`` (Polson, Scott and Windle 2013, section 4).
 _T_ONE = 0.64
-#: Largest ``floor(b)`` drawn as an exact sum of ``PG(1, c)`` draws.
-_SUM_MAX = 48
-#: Total-variation target of the series regime: ``n`` draws tell it from exact ``PG(b, c)`` with
-#: probability at most ``n * TV_TARGET`` (1e-3 for 10^7 draws).
-TV_TARGET = 1e-10
-_SERIES_K_MIN = 64
-_SERIES_K_MAX = 4096
 #: Fractional shapes below this are drawn on ``(0, 6]`` only (see :func:`_frac_setup`).
 _H_TINY = 1e-20
 #: Fractional shapes below this add 0 (``h^2`` would underflow; see :func:`_draw_pg_kernel`).
 _H_ZERO = 1e-150
-#: Cost of one Gamma draw over one ``PG(1, c)`` draw (measured: 0.31-0.38): the series regime is
-#: used only when its ``K`` Gamma draws cost less than the exact sum.
+#: Cost of one Gamma draw over one ``PG(1, c)`` draw (measured: 0.31-0.38), and of the series
+#: draw's set-up (the remainder's sums and Gauss rule) in ``PG(1, c)`` draws: the series regime is
+#: used only when its ``K + 3`` Gamma draws and set-up cost less than the exact sum.
 _GAMMA_PER_PG1 = 0.35
+_SERIES_SETUP = 1.5
 
 
 # --------------------------------------------------------------------------------------------
@@ -326,101 +324,6 @@ def _jstar_frac(rng, h, z, t, log_k, p_right):
 
 
 # --------------------------------------------------------------------------------------------
-# Large shapes: truncated series with a moment-matched Gamma remainder
-# --------------------------------------------------------------------------------------------
-
-
-@njit(cache=True)
-def _tail_sums(c, K):
-    """``sum_{k > K} d_k^-1`` and ``d_k^-2``, ``d_k = 2 pi^2 ((k - 1/2)^2 + c^2 / (4 pi^2))``:
-    the full sums (PG(1, c)'s mean and variance) less the first ``K`` terms."""
-    m1, m2 = _pg1_mean_var(c)
-    h = (c / (2.0 * _PI)) ** 2
-    for k in range(K):
-        d = 2.0 * _PI * _PI * ((k + 0.5) ** 2 + h)
-        m1 -= 1.0 / d
-        m2 -= 1.0 / (d * d)
-    return max(m1, 1e-300), max(m2, 1e-300)
-
-
-@njit(cache=True)
-def gamma_d3_norm(b):
-    """``int |f'''|`` for the ``Gamma(b, 1)`` density ``f`` (``b > 3``), exactly.
-
-    With ``a = b - 1``, ``f''' = f P(x) / x^3`` and ``P(a + y) = -(y^3 - 3 a y - 2 a)``, whose
-    three real roots are ``y_k = 2 sqrt(a) cos(arccos(a^-1/2) / 3 - 2 pi k / 3)``. ``f''`` is 0
-    at 0 and at infinity and monotone between the roots, so the integral is the sum of the
-    absolute changes of ``f'' = f (a (a-1) / x^2 - 2a / x + 1)`` from root to root.
-    """
-    a = b - 1.0
-    theta = math.acos(1.0 / math.sqrt(a)) / 3.0
-    total = 0.0
-    prev = 0.0
-    for k in (2, 1, 0):  # increasing roots
-        x = a + 2.0 * math.sqrt(a) * math.cos(theta - 2.0 * _PI * k / 3.0)
-        f = math.exp(a * math.log(x) - x - math.lgamma(b))
-        f2 = f * (a * (a - 1.0) / (x * x) - 2.0 * a / x + 1.0)
-        total += abs(f2 - prev)
-        prev = f2
-    return total + abs(prev)
-
-
-@njit(cache=True)
-def series_tv_bound(b, c, K):
-    """Bound on the total-variation distance between :func:`_jstar_series`'s ``PG(b, c)`` draw
-    (``K`` Gamma terms, the rest as one moment-matched Gamma ``T'``) and ``PG(b, c)``
-    (``b > 3``; the regime starts at 49).
-
-    With ``H`` the ``K`` terms and ``T`` the exact rest, ``psi(u) = P(H + u in A)`` has
-    ``|psi'''| <= ||f_H'''||_1 <= ||f_1'''||_1 = d_1^3 gamma_d3_norm(b)`` (``f_1`` the density of
-    the first term ``g_1 / d_1``; convolving it with the other terms' densities does not raise
-    an ``L1`` norm). ``T`` and ``T'`` share mean and variance, so Taylor's theorem to third
-    order gives ``|P(H + T in A) - P(H + T' in A)| <= ||f_1'''||_1 (E|T - mu|^3 + E|T' - mu|^3)
-    / 6``, and ``E|X - mu|^3 <= (E (X - mu)^4)^{3/4} = (kappa_4 + 3 kappa_2^2)^{3/4}``.
-    """
-    h = (c / (2.0 * _PI)) ** 2
-    two_pi2 = 2.0 * _PI * _PI
-    d1 = two_pi2 * (0.25 + h)
-    # Exact remainder: kappa_n = b (n-1)! sum_{k>K} d_k^-n; sum_{k>K} d_k^-n <= (2 pi^2)^-n
-    # (K - 1/2)^{1 - 2n} / (2n - 1) (the sum of a decreasing function under its integral).
-    u = K - 0.5
-    k2 = b * (two_pi2**-2) * u**-3 / 3.0
-    k4 = 6.0 * b * (two_pi2**-4) * u**-7 / 7.0
-    mom_t = (k4 + 3.0 * k2 * k2) ** 0.75
-    # Matched Gamma(alpha, theta): alpha theta = mean, alpha theta^2 = var, kappa_4 = 6 var theta^2.
-    m1, m2 = _tail_sums(c, K)
-    mean, var = b * m1, b * m2
-    theta = var / mean
-    mom_g = (6.0 * var * theta * theta + 3.0 * var * var) ** 0.75
-    return d1**3 * gamma_d3_norm(b) * (mom_t + mom_g) / 6.0
-
-
-@njit(cache=True)
-def _series_terms(b, c, k_cap):
-    """Smallest ``K`` (64, 128, ..., at most `k_cap`) with :func:`series_tv_bound` under the
-    target, else 0."""
-    K = _SERIES_K_MIN
-    while K <= k_cap:
-        if series_tv_bound(b, c, K) <= TV_TARGET:
-            return K
-        K *= 2
-    return 0
-
-
-@njit(cache=True)
-def _jstar_series(rng, b, c, K):
-    """``PG(b, c)``: the first ``K`` series terms ``g_k / d_k`` exactly (``g_k ~ Gamma(b, 1)``)
-    and the rest as ``Gamma(b m1^2 / m2, m2 / m1)``, the rest's exact mean ``b m1`` and variance
-    ``b m2``."""
-    h = (c / (2.0 * _PI)) ** 2
-    acc = 0.0
-    for k in range(K):
-        acc += rng.standard_gamma(b) / (2.0 * _PI * _PI * ((k + 0.5) ** 2 + h))
-    m1, m2 = _tail_sums(c, K)
-    return acc + rng.standard_gamma(b * m1 * m1 / m2) * (m2 / m1)
-
-
-# --------------------------------------------------------------------------------------------
 # The array kernel
 # --------------------------------------------------------------------------------------------
 
@@ -432,6 +335,7 @@ def _draw_pg_kernel(rng, b, c, out):
     N, J = b.shape
     last_h = -1.0
     t = log_k = 0.0
+    work = np.empty(14 + WORK_EXTRA)
     for j in range(J):
         for i in range(N):
             bb = b[i, j]
@@ -441,11 +345,11 @@ def _draw_pg_kernel(rng, b, c, out):
             z = 0.5 * abs(c[i, j])
             n = math.floor(bb)
             h = bb - n
-            if n > _SUM_MAX:
-                # Only K whose Gamma draws cost less than the n exact PG(1, c) draws are tried.
-                K = _series_terms(bb, c[i, j], min(_SERIES_K_MAX, n / _GAMMA_PER_PG1))
+            if bb >= B_MIN:
+                # Only K whose Gamma draws and set-up cost less than the n exact PG(1, c) draws.
+                K = series_terms(bb, c[i, j], min(K_MAX, (n - _SERIES_SETUP) / _GAMMA_PER_PG1 - 3.0))
                 if K > 0:
-                    out[i, j] = _jstar_series(rng, bb, c[i, j], K)
+                    out[i, j] = jstar_series(rng, bb, c[i, j], K, work)
                     continue
             x = 0.0
             if n > 0:

@@ -49,9 +49,10 @@ def draw_pg(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.ndarra
 
     ``PG(0, c)`` is the point mass at zero (this is how unobserved entries drop out of the
     weight update). Every ``b > 0`` is drawn exactly, as a sum of Devroye ``PG(1, c)`` draws and
-    an exact draw for the fractional part, except large shapes (``floor(b) > 48`` where ``K``
-    Gamma draws cost less than the sum), drawn from a truncated series within a total-variation
-    distance of 1e-10 (see :mod:`.pg_draws` and ``docs/polya_gamma.md``). All random numbers
+    an exact draw for the fractional part, except shapes ``b >= 9`` (where ``K + 3`` Gamma draws
+    cost less than the sum), drawn from ``K`` series terms and a remainder matching seven
+    cumulants, within a total-variation distance of 1e-10 (see :mod:`.pg_series` and
+    ``docs/polya_gamma.md``). All random numbers
     come from `rng`, so a seed fixes the draws.
     """
     return draw_pg_exact(rng, b, c)
