@@ -69,6 +69,12 @@ def score(E: np.ndarray, labels: np.ndarray, name: str) -> None:
     print(f"{name:36s} d = {E.shape[1]:2d}  5-NN {scx.knn_accuracy(E, labels):.3f}  ARI {ari}", flush=True)
 
 
+def score_components(emb, D: int, labels: np.ndarray, name: str) -> None:
+    """`score` of a kernel embedding at its 90%-trace dimension, at `D` and with every component."""
+    for d in sorted({emb.default_dimension(), D, emb.n_available}):
+        score(emb.scores[:, :d], labels, name)
+
+
 def main() -> None:
     import scanpy as sc
 
@@ -96,17 +102,14 @@ def main() -> None:
     score(scx.pca(logged, 50), labels, "PCA of log-normalised counts")
     if gaussian:
         score(scx.pca(model.predict(), D), labels, "PCA of predict()")
-        emb = model._embedding()
-        for d in sorted({emb.default_dimension(), D, emb.n_available}):
-            score(emb.scores[:, :d], labels, "kernel PCA, signal blocks")
+        score_components(model._embedding(), D, labels, "kernel PCA, signal blocks")
         score(model.latent_, labels, "final sample latent_")
         return
     score(scx.pca(scx.log_normalised(model.predict()), D), labels, "PCA of log-normalised predict()")
     depth = float(np.median(counts.mean(axis=1)))
     for kind in ("signal", "nb-vst", "sqrt", "log1p"):
         emb = fit_embedding(blocks(model, kind, depth, counts.shape[1]))
-        for d in sorted({emb.default_dimension(), D, emb.n_available}):
-            score(emb.scores[:, :d], labels, f"kernel PCA, {kind} blocks")
+        score_components(emb, D, labels, f"kernel PCA, {kind} blocks")
     score(model.embedding_, labels, "embedding_")
     score(model.latent_, labels, "final sample latent_")
 

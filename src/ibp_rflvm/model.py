@@ -371,13 +371,23 @@ def _dimension_moves(
     return info
 
 
+def _likelihood_view(w: _Work, spec: ModelSpec, data: Data, params: dict):
+    """``(Phi, fs)`` for the moves of ``Z``: the collapsed Gaussian's features, or the factorised
+    likelihood's state (None for the other, and both None without a likelihood)."""
+    if not spec.use_likelihood:
+        return None, None
+    lik = spec.likelihood
+    if lik.collapsed:
+        return feature_map(w.X * w.Z, w.W, spec.bias), None
+    return None, factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
+
+
 def _slice_step(rng: np.random.Generator, w: _Work, spec: ModelSpec, data: Data, params: dict, info: dict):
     """The paper's stick-breaking slice step (one-parameter IBP): represent the sticks above the
-    slice, then the Gibbs pass of ``Z`` in decreasing-stick order. Returns ``(Phi, fs)``, the
-    collapsed Gaussian's features or the factorised likelihood's state (None otherwise)."""
+    slice, then the Gibbs pass of ``Z`` in decreasing-stick order. Returns the
+    :func:`_likelihood_view` it used, ``(Phi, fs)``."""
     lik = spec.likelihood
     N = w.X.shape[0]
-    fs = None
     keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
     _resize(rng, w, keep, new_pi.size, spec.lam0)
     w.pi = np.concatenate([w.pi[keep], new_pi])
@@ -386,18 +396,16 @@ def _slice_step(rng: np.random.Generator, w: _Work, spec: ModelSpec, data: Data,
     w.pi = w.pi[order]
     counts = w.Z.sum(axis=0).astype(np.int64)
     room = ibp.room(int(np.count_nonzero(counts)), spec.max_dims)
-    Phi = None
+    Phi, fs = _likelihood_view(w, spec, data, params)
     if not spec.use_likelihood:
         zero = np.zeros(N)
         for d in range(w.Z.shape[1]):
             ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts, room)
     elif lik.collapsed:
-        Phi = feature_map(w.X * w.Z, w.W, spec.bias)
         cache = gaussian.build_cache(Phi, w.Y, lik.prior)
         args = _kernel_args(w, spec, Phi, cache)
         info["z_flips"] = gaussian.gibbs_z_rows(rng, *args, w.pi, counts, room)
     else:
-        fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
         info["z_flips"] = factorised.update_z(rng, w.X, w.Z, w.W, w.pi, counts, fs, room)
     info["slice"] = s
     info["new_dims"] = int(new_pi.size)
@@ -431,13 +439,7 @@ def sweep(
             # The two-parameter IBP has no stick-breaking slice step: Z is updated by the
             # exchangeable moves below alone (the flips for the dimensions other rows use, the
             # singleton births and deaths for the rest), which work with the sticks integrated out.
-            Phi = None
-            if spec.use_likelihood and collapsed:
-                Phi = feature_map(w.X * w.Z, w.W, spec.bias)
-            elif spec.use_likelihood:
-                fs = factorised.FactorisedState(
-                    w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep
-                )
+            Phi, fs = _likelihood_view(w, spec, data, params)
         if spec.moves:
             # The moves work with the sticks integrated out: drop the inactive dimensions (exact
             # marginalisation), move, and let update_sticks draw pi | Z afterwards. So the order

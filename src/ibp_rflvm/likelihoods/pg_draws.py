@@ -79,16 +79,6 @@ def pg_var(b: np.ndarray | float, c: np.ndarray | float) -> np.ndarray:
     return b * np.where(small, 1.0 / 24.0 - c * c / 120.0, closed)
 
 
-@njit(cache=True)
-def _pg1_mean_var(c):
-    """Scalar ``E`` and ``Var`` of ``PG(1, c)`` (as :func:`pg_mean`, :func:`pg_var`)."""
-    c = abs(c)
-    if c < 1e-3:
-        return 0.25 - c * c / 48.0, 1.0 / 24.0 - c * c / 120.0
-    th = math.tanh(0.5 * c)
-    return th / (2.0 * c), (2.0 * th - c * (1.0 - th * th)) / (4.0 * c**3)
-
-
 # --------------------------------------------------------------------------------------------
 # Proposals shared by the exact samplers
 # --------------------------------------------------------------------------------------------
