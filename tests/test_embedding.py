@@ -103,6 +103,13 @@ def test_default_dimension_is_the_fewest_components_with_90_percent():
     assert emb.default_dimension(0.99) == 4  # never more than there are
 
 
+def test_own_dimension_is_never_narrower_than_the_latent():
+    emb = Embedding(np.zeros((5, 4)), np.array([5.0, 3.0, 1.0, 0.5]), total_variance=10.0)
+    assert emb.own_dimension(latent_width=2) == 3  # the trace rule is wider
+    assert emb.own_dimension(latent_width=4) == 4  # the latent is wider
+    assert emb.own_dimension(latent_width=9) == 4  # never more than there are
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "3", 11])
 def test_bad_numbers_of_components_are_refused_by_name(bad):
     with pytest.raises(ValueError, match="n_components"):

@@ -63,6 +63,8 @@ def test_dense_model_keeps_its_dimensions(small):
     m = RFLVM(n_components=3, n_iter=4, n_frequencies=10, random_state=0).fit(Y_train)
     assert np.all(m.n_active_ == 3)
     assert np.all(m.state_.Z == 1)
+    # Its embedding is never narrower than its latent (docs/embedding.md section 1).
+    assert m.embedding_dims_ >= min(3, m._embedding().n_available)
 
 
 def test_holdout_mask_properties():

@@ -31,8 +31,9 @@ class PosteriorEmbeddingMixin:
     """``embedding_``, ``embedding(n_components)`` and ``embed(Y_new)`` of a fitted estimator.
 
     The estimator provides ``_check_fitted``, ``_new_data`` (new rows checked and prepared, from
-    :class:`~ibp_rflvm.predictive.PredictiveMixin`) and the fitted ``_chains``,
-    ``chain_weights_`` and ``spec_``.
+    :class:`~ibp_rflvm.predictive.PredictiveMixin`), ``k_plus_posterior_`` (from
+    :class:`~ibp_rflvm.effective_posterior.EffectiveDimensionsMixin`) and the fitted
+    ``_chains``, ``chain_weights_`` and ``spec_``.
     """
 
     def _embedding_samples(self) -> tuple[list[dict], np.ndarray, np.ndarray]:
@@ -70,16 +71,25 @@ class PosteriorEmbeddingMixin:
     @property
     def embedding_dims_(self) -> int:
         """The fit's own embedding dimension: the fewest kernel principal components that carry
-        90% of the centred posterior kernel's trace (``embedding.VARIANCE_SHARE``)."""
-        return self._embedding().default_dimension()
+        90% of the centred posterior kernel's trace (``embedding.VARIANCE_SHARE``), raised to
+        the latent's width (the posterior median of ``K+``; the dense model's ``D``) where that
+        is more, and at most the components there are."""
+        return self._embedding().own_dimension(self._latent_width())
+
+    def _latent_width(self) -> int:
+        """Median of the (stacked) posterior of ``K+``: the smallest value with at least half
+        the posterior mass at or below it."""
+        posterior = self.k_plus_posterior_
+        values = np.fromiter(posterior.keys(), dtype=np.int64)
+        cumulative = np.cumsum(np.fromiter(posterior.values(), dtype=np.float64))
+        return int(values[min(np.searchsorted(cumulative, 0.5 - 1e-12), values.size - 1)])
 
     @property
     def embedding_(self) -> np.ndarray:
         """Posterior embedding of the training rows, ``N x embedding_dims_``: kernel principal
         components of the posterior-mean kernel, invariant to how any sample labels, flips,
         rotates or splits its latent dimensions (:mod:`ibp_rflvm.embedding`)."""
-        emb = self._embedding()
-        return emb.scores[:, : emb.default_dimension()].copy()
+        return self._embedding().scores[:, : self.embedding_dims_].copy()
 
     def embedding(self, n_components: int) -> np.ndarray:
         """The training rows' posterior embedding with `n_components` coordinates (2 for a plot).
@@ -116,11 +126,10 @@ class PosteriorEmbeddingMixin:
         from .predictive import sample_new_rows
 
         emb = self._embedding()
-        n = (
-            emb.default_dimension()
-            if n_components is None
-            else check_n_components(n_components, emb.n_available)
-        )
+        if n_components is None:
+            n = self.embedding_dims_
+        else:
+            n = check_n_components(n_components, emb.n_available)
         Yn, lik, prep = self._new_data(Y_new, missing_mask, size_factors)
         if not 0 <= burn_in < n_sweeps:
             raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
