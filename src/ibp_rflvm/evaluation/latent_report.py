@@ -230,7 +230,9 @@ def _notes(trials: int, datasets: Sequence[str], cfg: RunConfig) -> list[str]:
         "Posterior embedding (RFLVMs): kernel principal components of the posterior-mean kernel of each "
         "kept sample's noise-free predictor Phi_s beta_s (docs/embedding.md), which no relabelling, sign "
         "flip, rotation or split of the latent dimensions changes; at the fit's own d (the fewest "
-        "components carrying 90% of the centred kernel's trace), at d = D (the PCA row's D: the IBP "
+        "components carrying 90% of the centred kernel's trace, or the posterior median K+ (the dense "
+        "model's D) where that is more; cells made before stop 36 re-derived by "
+        "benchmarks/backfill_embedding_own.py), at d = D (the PCA row's D: the IBP "
         "model's final K+, the dense model's own D), and at 2 and 5 (all the kernel has when fewer). "
         "'-' marks cells computed before the records kept it.",
         "PCA (D of X): principal component scores of the same training matrix as X's cell in the same "
