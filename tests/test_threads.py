@@ -56,7 +56,9 @@ def _assert_same(a, b):
         np.testing.assert_array_equal(sa["params"]["beta"], sb["params"]["beta"])
 
 
-@pytest.mark.parametrize("likelihood", ["negbinom", "negbinom-offsets", "binomial", "bernoulli"])
+@pytest.mark.parametrize(
+    "likelihood", ["negbinom", "negbinom-offsets", "binomial", "bernoulli", "poisson", "multinomial"]
+)
 def test_chain_is_the_same_with_1_2_and_3_threads(likelihood):
     data, spec = _counts(likelihood)
     one = _chain(data, spec, 1)

@@ -448,8 +448,10 @@ class IBPRFLVM(_RFLVMBase):
         process's affinity, shared among the chains that run at once, at least 1 each). The
         Polya-gamma likelihoods' row and column work (Polya-gamma draws, ``Phi beta``, row
         log-likelihoods, weight precisions and their Cholesky draws, CRT totals) runs on them by
-        blocks of fixed size; the chain is the same bit for bit whatever `n_threads`, and a
-        checkpoint written with one value resumes with another (docs/scaling.md).
+        blocks of fixed size (the Poisson's and multinomial's ``Phi beta`` and row
+        log-likelihoods; not yet the collapsed Gaussian); the chain is the same bit for bit
+        whatever `n_threads`, and a checkpoint written with one value resumes with another
+        (docs/scaling.md).
     checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
         atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
         a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a
