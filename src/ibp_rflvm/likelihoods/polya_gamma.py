@@ -17,12 +17,12 @@ so with ``beta_j ~ N(0, s^2 I)`` each column's weights have the Gaussian conditi
   solves;
 * :func:`crt_column_totals` — Chinese-restaurant-table counts for the negative binomial
   dispersion;
+* :class:`LogisticPG` — the plug-in base class the binomial, Bernoulli and negative binomial
+  likelihoods derive from.
 
 Everything here that touches all ``N x J`` entries runs by blocks of rows or columns of fixed
 size on the sweep's threads (:mod:`ibp_rflvm.blocks`): split over outputs, never over a sum, and
 random draws from per-block streams, so the numbers do not depend on the thread count.
-* :class:`LogisticPG` — the plug-in base class the binomial, Bernoulli and negative binomial
-  likelihoods derive from.
 """
 
 from __future__ import annotations
@@ -145,8 +145,8 @@ def gaussian_weights(
 
     The columns go in blocks of fixed size (``blocks.columns``, fewer when the packed precisions
     of that many would pass ``_STACK_BYTES``; both independent of the thread count) to the
-    sweep's threads, each block one single-threaded product and one compiled loop; the normal
-    draws are taken up front from `rng`, so the result does not depend on the blocks either.
+    sweep's threads, each block one single-threaded product and one compiled loop. The normal
+    draws are taken up front from `rng`, so the chain's stream does not depend on the blocks.
     """
     blocks = _blocks.current()
     N, L = Phi.shape
