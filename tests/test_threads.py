@@ -125,6 +125,27 @@ def test_blocks_run_on_the_pool_threads_in_order_of_parts():
     assert blocks._pools[2] is blocks._pool(2)
 
 
+def test_two_threads_run_two_blocks_at_once():
+    # Each part waits for the other: this returns only if the pool runs them concurrently.
+    barrier = threading.Barrier(2, timeout=30)
+    assert blocks.Blocks(2).run(lambda b, sl: barrier.wait() >= 0, blocks.slices(2, 1)) == [True, True]
+
+
+def test_kernels_run_from_the_pool_release_the_gil():
+    # A compiled kernel holding the GIL would make the threads take turns.
+    from ibp_rflvm.likelihoods import multinomial, pg_draws, poisson
+    from ibp_rflvm.likelihoods import polya_gamma as pg
+    from ibp_rflvm.samplers import factorised
+
+    kernels = [
+        pg_draws._draw_pg_kernel, pg._draw_columns, pg._row_outer_products, pg._crt_columns,
+        pg._logistic_rows, pg._softplus_columns, factorised._low_rank_update, poisson._poisson_rows,
+        multinomial._multinomial_rows,
+    ]  # fmt: skip
+    for kernel in kernels:
+        assert kernel.targetoptions.get("nogil"), kernel.py_func.__name__
+
+
 @pytest.mark.parametrize("cls", [IBPRFLVM, RFLVM])
 def test_estimators_n_threads_gives_the_same_fit(cls):
     data, _ = _counts("negbinom")
