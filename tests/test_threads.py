@@ -157,6 +157,18 @@ def test_estimators_n_threads_gives_the_same_fit(cls):
     assert a.get_params()["n_threads"] == 1
 
 
+def test_fit_spanning_two_row_blocks_of_the_code_is_the_same_on_1_and_2_threads():
+    # The code's own block size, not a test's: 1,100 rows are two blocks of ROW_BLOCK rows.
+    assert blocks.ROW_BLOCK < 1100 <= 2 * blocks.ROW_BLOCK
+    Y = np.random.default_rng(1).negative_binomial(2.0, 0.5, (1100, 4)).astype(float)
+    kw = {"likelihood": "negbinom", "n_iter": 2, "n_frequencies": 4, "init_dims": 3, "random_state": 0}
+    a = IBPRFLVM(n_threads=1, **kw).fit(Y)
+    b = IBPRFLVM(n_threads=2, **kw).fit(Y)
+    np.testing.assert_array_equal(a.log_likelihood_, b.log_likelihood_)
+    np.testing.assert_array_equal(a.state_.X, b.state_.X)
+    np.testing.assert_array_equal(a.state_.params["r"], b.state_.params["r"])
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True])
 def test_bad_n_threads_is_refused_by_name(bad):
     with pytest.raises(ValueError, match="n_threads"):
