@@ -25,6 +25,7 @@ Compiled kernels run from the pool must be ``nogil=True``, or the threads would 
 from __future__ import annotations
 
 import contextvars
+import numbers
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -38,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 __all__ = [
     "COLUMN_BLOCK", "ROW_BLOCK", "Blocks", "active", "available_cpus", "current", "matmul_columns",
-    "matmul_rows", "slices", "step_key", "stream",
+    "matmul_rows", "slices", "step_key", "stream", "threads_per_chain",
 ]  # fmt: skip
 
 #: Rows per block. Small enough that 10,000 rows make 10 blocks (2 threads then share the work
@@ -196,6 +197,20 @@ def _forget_pools() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pools)
+
+
+def threads_per_chain(n_threads, n_chains: int, n_jobs: int | None) -> int:
+    """A fit's `n_threads`, validated; None: the available CPUs shared among the chains that run
+    at once (`n_chains`, at most `n_jobs` of them), at least 1 each."""
+    if n_threads is not None:
+        if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral) or n_threads < 1:
+            raise ValueError(f"n_threads must be a positive integer or None (all CPUs); got {n_threads!r}")
+        return int(n_threads)
+    cpus = available_cpus()
+    at_once = 1
+    if n_chains > 1:
+        at_once = min(n_chains, cpus if n_jobs is None or n_jobs < 1 else int(n_jobs))
+    return max(1, cpus // at_once)
 
 
 def available_cpus() -> int:

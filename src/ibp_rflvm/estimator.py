@@ -8,7 +8,6 @@ Data may be dense or ``scipy.sparse``; a sparse matrix's zeros are observed zero
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import replace
 
@@ -156,19 +155,7 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         return [rng] if n_chains == 1 else rng.spawn(n_chains)
 
     def _n_threads(self, n_chains: int) -> int:
-        """Threads per chain: `n_threads`, or the available CPUs shared among the chains that
-        run at once (at least 1 each)."""
-        n = self.n_threads
-        if n is not None:
-            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-                raise ValueError(f"n_threads must be a positive integer or None (all CPUs); got {n!r}")
-            return int(n)
-        cpus = blocks.available_cpus()
-        at_once = 1
-        if n_chains > 1:
-            jobs = self.n_jobs
-            at_once = min(n_chains, cpus if jobs is None or jobs < 1 else int(jobs))
-        return max(1, cpus // at_once)
+        return blocks.threads_per_chain(self.n_threads, n_chains, self.n_jobs)
 
     def _checkpoint_for(self, chain: int) -> str | None:
         if self.checkpoint_path is None:
