@@ -131,6 +131,23 @@ def test_two_threads_run_two_blocks_at_once():
     assert blocks.Blocks(2).run(lambda b, sl: barrier.wait() >= 0, blocks.slices(2, 1)) == [True, True]
 
 
+def test_a_failing_block_raises_and_drops_the_blocks_not_started():
+    started = []
+    gate = threading.Event()
+
+    def part(b, sl):
+        started.append(b)
+        if b == 0:
+            raise RuntimeError("block 0 failed")
+        gate.wait(timeout=30)  # block 1 holds the second thread until block 0 has failed
+
+    with pytest.raises(RuntimeError, match="block 0 failed"):
+        blocks.Blocks(2).run(part, blocks.slices(40, 1))
+    gate.set()
+    blocks._pool(2).submit(lambda: None).result()  # the pool has drained what was left
+    assert len(started) < 40
+
+
 def test_kernels_run_from_the_pool_release_the_gil():
     # A compiled kernel holding the GIL would make the threads take turns.
     from ibp_rflvm.likelihoods import multinomial, pg_draws, poisson

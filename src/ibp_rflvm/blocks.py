@@ -83,7 +83,13 @@ class Blocks:
             return [fn(b, part) for b, part in enumerate(parts)]
         pool = _pool(self.n_threads)
         futures = [pool.submit(fn, b, part) for b, part in enumerate(parts)]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            # A failed block or Ctrl-C: blocks not yet started are dropped, not left to run on.
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def slices(n: int, size: int) -> list[slice]:
