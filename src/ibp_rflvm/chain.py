@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import blocks
 from .checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
 from .effective import effective_share, importance_and_gain
 from .features import feature_map
@@ -310,6 +311,7 @@ def run_chain(
     checkpoint_every: int = 10,
     resume: bool = False,
     progress=None,
+    threads: blocks.Blocks | None = None,
 ) -> ChainResult:
     """Run (or continue) one chain of `n_iter` sweeps, keeping every sample after `burn_in`.
 
@@ -319,7 +321,20 @@ def run_chain(
     the checkpoint's (extending a finished chain), and the result then equals a chain of
     `n_iter` sweeps run from the start with the same `burn_in`. `burn_in` must be the
     checkpoint's unless no sample has been kept yet under either value.
+
+    `threads` (:class:`ibp_rflvm.blocks.Blocks`, default one thread) runs each sweep's blocked
+    work on that many threads. It is not part of what a checkpoint belongs to: the chain is the
+    same bit for bit with any thread count, so a chain checkpointed on 2 threads resumes on 1.
     """
+    with blocks.active(blocks.Blocks() if threads is None else threads):
+        return _run_chain(
+            rng, data, spec, n_iter, burn_in, checkpoint_path, checkpoint_every, resume, progress
+        )
+
+
+def _run_chain(
+    rng, data, spec, n_iter, burn_in, checkpoint_path, checkpoint_every, resume, progress
+) -> ChainResult:
     path = Path(checkpoint_path) if checkpoint_path is not None else None
     start = 0
     timed = (0.0, 0)  # (seconds, sweeps) timed before this call, carried over from a checkpoint

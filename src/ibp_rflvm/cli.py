@@ -91,7 +91,7 @@ def _fit(args: argparse.Namespace) -> int:
         "likelihood": args.likelihood, "n_frequencies": args.n_frequencies, "n_iter": args.n_iter,
         "burn_in": args.burn_in, "random_state": args.seed, "n_chains": args.n_chains,
         "checkpoint_path": str(out / "checkpoint.pkl") if args.checkpoint else None,
-        "verbose": not args.quiet, "sampler": args.sampler,
+        "verbose": not args.quiet, "sampler": args.sampler, "n_threads": args.threads,
     }  # fmt: skip
     if args.model == "ibp":
         ibp_only = {} if args.dims is None else {"init_dims": args.dims}
@@ -205,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--burn-in", type=int, default=None)
     fit.add_argument("--n-frequencies", type=int, default=50)
     fit.add_argument("--n-chains", type=int, default=1)
+    fit.add_argument(
+        "--threads", type=int, default=None,
+        help="threads per chain (n_threads; default: the CPUs shared among the chains); same result",
+    )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--key", default=None, help="array name inside a .npz file")
     fit.add_argument("--checkpoint", action="store_true", help="checkpoint in OUT and resume from it")

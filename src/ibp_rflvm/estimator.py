@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
+from . import blocks
 from ._sparse import data_matrix
 from ._validation import (
     check_int,
@@ -153,6 +154,9 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         # code path; several chains get independent children of it.
         return [rng] if n_chains == 1 else rng.spawn(n_chains)
 
+    def _n_threads(self, n_chains: int) -> int:
+        return blocks.threads_per_chain(self.n_threads, n_chains, self.n_jobs)
+
     def _checkpoint_for(self, chain: int) -> str | None:
         if self.checkpoint_path is None:
             return None
@@ -172,12 +176,13 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             raise ValueError(f"combine must be one of {list(COMBINE)}; got {self.combine!r}")
         max_entries = check_int("stacking_max_entries", self.stacking_max_entries, 1)
         rngs = self._chain_generators()
+        threads = blocks.Blocks(n_threads=self._n_threads(len(rngs)))
         data = Data.from_array(Yv, lik)
         ladder = self._ladder(spec)
         starts = self._chain_starts(spec, len(rngs))
         jobs = [
             (rng, data, replace(spec, n_dims=start), int(self.n_iter), burn, self._checkpoint_for(c),
-             every, resume, ladder)
+             every, resume, ladder, threads)
             for c, (rng, start) in enumerate(zip(rngs, starts, strict=True))
         ]  # fmt: skip
         if len(jobs) == 1:
@@ -342,12 +347,13 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         return summary(self, Y_heldout)
 
 
-def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, verbose: bool):
+def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, threads, verbose: bool):
     progress = _progress(n_iter, verbose)
-    # Worker processes start with default BLAS threading; one thread per chain is what we want.
+    # Worker processes start with default BLAS threading; one BLAS thread per chain is what we
+    # want (the chain's own threads, `threads`, share its cores out by blocks instead).
     with threadpool_limits(limits=1, user_api="blas"):
         if ladder is None:
-            result = run_chain(rng, data, spec, n_iter, burn, checkpoint, every, resume, progress)
+            result = run_chain(rng, data, spec, n_iter, burn, checkpoint, every, resume, progress, threads)
         else:
             result = run_tempered(rng, data, spec, n_iter, burn, ladder, progress)
     if progress is not None:
@@ -425,6 +431,14 @@ class IBPRFLVM(_RFLVMBase):
         Under ``joblib.parallel_config(backend="dask")`` the chains run as tasks on that Dask
         cluster instead, which bounds them by its threads (:mod:`ibp_rflvm.parallel_chains`;
         README: several chains).
+    n_threads : threads for each chain's sweep (default None: the available CPUs, from the
+        process's affinity, shared among the chains that run at once, at least 1 each). The
+        Polya-gamma likelihoods' row and column work (Polya-gamma draws, ``Phi beta``, row
+        log-likelihoods, weight precisions and their Cholesky draws, CRT totals) runs on them by
+        blocks of fixed size (the Poisson's and multinomial's ``Phi beta`` and row
+        log-likelihoods; not yet the collapsed Gaussian); the chain is the same bit for bit
+        whatever `n_threads`, and a checkpoint written with one value resumes with another
+        (docs/scaling.md).
     checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
         atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
         a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a
@@ -478,6 +492,7 @@ class IBPRFLVM(_RFLVMBase):
         stacking_max_entries: int = MAX_ENTRIES,
         ibp_beta: float | None = 1.0,
         ibp_beta_prior: tuple[float, float] = (1.0, 1.0),
+        n_threads: int | None = None,
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -503,6 +518,7 @@ class IBPRFLVM(_RFLVMBase):
         self.replica_top = replica_top
         self.combine = combine
         self.stacking_max_entries = stacking_max_entries
+        self.n_threads = n_threads
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -551,6 +567,7 @@ class RFLVM(_RFLVMBase):
         replica_top: float = 5.0,
         combine: str = "stack",
         stacking_max_entries: int = MAX_ENTRIES,
+        n_threads: int | None = None,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -572,6 +589,7 @@ class RFLVM(_RFLVMBase):
         self.replica_top = replica_top
         self.combine = combine
         self.stacking_max_entries = stacking_max_entries
+        self.n_threads = n_threads
 
     def _n_dims(self) -> int:
         return self.n_components

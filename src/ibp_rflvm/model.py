@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import blocks
 from .features import feature_map
 from .likelihoods import gaussian
 from .likelihoods.base import Prepared
@@ -272,7 +273,7 @@ def init_state(rng: np.random.Generator, data: Data, spec: ModelSpec) -> ChainSt
 
 
 def _factorised_loglik(lik, Phi: np.ndarray, params: dict, prep: Prepared) -> float:
-    ll = lik.loglik_rows(Phi @ params["beta"], np.arange(Phi.shape[0]), params, prep)
+    ll = lik.loglik_rows(blocks.matmul_rows(Phi, params["beta"]), np.arange(Phi.shape[0]), params, prep)
     return float(np.sum(ll, dtype=np.float64))
 
 
@@ -413,9 +414,27 @@ def _slice_step(rng: np.random.Generator, w: _Work, spec: ModelSpec, data: Data,
 
 
 def sweep(
+    rng: np.random.Generator,
+    state: ChainState,
+    data: Data,
+    spec: ModelSpec,
+    threads: blocks.Blocks | None = None,
+) -> tuple[ChainState, dict]:
+    """One MCMC sweep: IBP, X, W, DP mixture, then the likelihood's own variables.
+
+    `threads` (:class:`ibp_rflvm.blocks.Blocks`) runs the sweep's blocked work on that many
+    threads; None: whatever :func:`ibp_rflvm.blocks.active` set (one thread outside it). The
+    result is the same bit for bit whatever the thread count.
+    """
+    if threads is None:
+        return _sweep(rng, state, data, spec)
+    with blocks.active(threads):
+        return _sweep(rng, state, data, spec)
+
+
+def _sweep(
     rng: np.random.Generator, state: ChainState, data: Data, spec: ModelSpec
 ) -> tuple[ChainState, dict]:
-    """One MCMC sweep: IBP, X, W, DP mixture, then the likelihood's own variables."""
     w = _Work(
         state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
         state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta,

@@ -30,6 +30,7 @@ from numba import njit
 from scipy.linalg.blas import dsyrk as _syrk
 from scipy.special import gammaln, logsumexp
 
+from .. import blocks as _blocks
 from .base import Likelihood, Prepared
 from .polya_gamma import _FAST, _positive, check_finite_counts, cholesky_draw, draw_pg, exp_poly
 
@@ -38,7 +39,7 @@ from .polya_gamma import _FAST, _positive, check_finite_counts, cholesky_draw, d
 _CANCEL = 1e-2
 
 
-@njit(cache=True, error_model="numpy", fastmath=_FAST)
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
 def _multinomial_rows(psi, rows, Y0, observed, n_rows, const, out):
     """Row log-likelihoods, the log-sum-exp over each row's observed categories.
 
@@ -176,9 +177,15 @@ class MultinomialLikelihood(Likelihood):
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty(rows.size)
         ex = prep.extra
-        _multinomial_rows(
-            np.ascontiguousarray(psi), rows, prep.Y0, prep.observed, ex["n_rows"], ex["logc_rows"], out
-        )
+        psi = np.ascontiguousarray(psi)
+
+        # Rows split over the sweep's threads (ibp_rflvm.blocks); each row's sum is one call's.
+        def part(_b: int, ks: slice) -> None:
+            n, const = ex["n_rows"], ex["logc_rows"]
+            _multinomial_rows(psi[ks], rows[ks], prep.Y0, prep.observed, n, const, out[ks])
+
+        blocks = _blocks.current()
+        blocks.run(part, blocks.row_slices(rows.size))
         return out
 
     def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
+from .. import blocks as _blocks
 from .base import Prepared
 from .offsets import add_offset, check_size_factors, offset_extra, offset_of
 from .polya_gamma import (
@@ -91,7 +92,7 @@ class NegBinomLikelihood(LogisticPG):
 
     def update_params(self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared) -> dict:
         beta = self._draw_beta(rng, Phi, params["beta"], params, prep)
-        psi = add_offset(Phi @ beta, prep)
+        psi = add_offset(_blocks.matmul_rows(Phi, beta), prep)
         r = params["r"]
         tables = crt_column_totals(rng, prep.Y0, prep.observed, r)
         rate = self.f0 + softplus_column_sums(psi, prep.observed)

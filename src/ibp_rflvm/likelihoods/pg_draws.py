@@ -19,9 +19,10 @@ The regimes (``docs/polya_gamma.md`` has the derivations and the measurements):
   eighth order), and ``K`` is the smallest that brings it under :data:`TV_TARGET` (2-9 terms for
   ``|c| <= 10``); where that ``K`` would cost more than the exact sum, the exact sum is used.
 
-Every random number comes from the chain's ``numpy.random.Generator`` (numba draws from the
-Generator's own bit generator), so a seed fixes every draw and a restored Generator state
-repeats them.
+Every random number derives from the chain's ``numpy.random.Generator``: :func:`draw_pg_exact`
+takes one key from it and draws each block of rows from that key's Philox stream for the block
+(:mod:`ibp_rflvm.blocks`), so the blocks can run on several threads and a seed still fixes every
+draw, whatever the thread count; a restored Generator state repeats them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .. import blocks as _blocks
 from .pg_series import B_MIN, K_MAX, TV_TARGET, WORK_EXTRA, jstar_series, series_terms
 
 __all__ = ["TV_TARGET", "draw_pg_exact", "pg_mean", "pg_var"]
@@ -318,7 +320,7 @@ def _jstar_frac(rng, h, z, t, log_k, p_right):
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _draw_pg_kernel(rng, b, c, out):
     """``out[i, j] ~ PG(b[i, j], c[i, j])``, column by column (a negative binomial's fractional
     shape is one per column, so its envelope constants are computed once per column)."""
@@ -356,8 +358,16 @@ def _draw_pg_kernel(rng, b, c, out):
             out[i, j] = 0.25 * x
 
 
-def draw_pg_exact(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``omega ~ PG(b, c)`` elementwise (``b >= 0``; ``PG(0, c)`` is the point mass at 0)."""
+def draw_pg_exact(
+    rng: np.random.Generator, b: np.ndarray, c: np.ndarray, blocks: _blocks.Blocks | None = None
+) -> np.ndarray:
+    """``omega ~ PG(b, c)`` elementwise (``b >= 0``; ``PG(0, c)`` is the point mass at 0).
+
+    The last axis is the columns, the rest the rows (a 1-D array is one column). One key is drawn
+    from `rng`; each block of rows (`blocks`, default :func:`ibp_rflvm.blocks.current`) draws
+    from its own stream of that key, so the result is the same with any number of threads.
+    """
+    blocks = _blocks.current() if blocks is None else blocks
     b = np.asarray(b, dtype=np.float64)
     c = np.asarray(c, dtype=np.float64)
     if not np.all(np.isfinite(b)) or np.any(b < 0.0):
@@ -369,8 +379,13 @@ def draw_pg_exact(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.
     shape = b.shape
     if b.size == 0:
         return np.zeros(shape)
-    b2 = b.reshape(-1, shape[-1]) if b.ndim >= 2 else b.reshape(-1, 1)
+    b2 = np.ascontiguousarray(b.reshape(-1, shape[-1]) if b.ndim >= 2 else b.reshape(-1, 1))
     c2 = np.ascontiguousarray(c).reshape(b2.shape)
     out = np.empty(b2.shape)
-    _draw_pg_kernel(rng, b2, c2, out)
+    key = _blocks.step_key(rng)
+
+    def part(block: int, rows: slice) -> None:
+        _draw_pg_kernel(_blocks.stream(key, block), b2[rows], c2[rows], out[rows])
+
+    blocks.run(part, blocks.row_slices(b2.shape[0]))
     return out.reshape(shape)

@@ -15,13 +15,14 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
+from .. import blocks as _blocks
 from ..samplers.ess import elliptical_slice
 from .base import Likelihood, Prepared
 from .offsets import add_offset, check_size_factors, offset_extra, offset_of
 from .polya_gamma import _FAST, _positive, check_finite_counts, exp_poly, gaussian_weights
 
 
-@njit(cache=True, error_model="numpy", fastmath=_FAST)
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
 def _poisson_rows(psi, rows, Y0, observed, off, const, out):
     """``const_i + sum_j (y x - e^x)``, ``x = psi + off_i``, over the observed entries of each row in `rows`.
 
@@ -86,9 +87,15 @@ class PoissonLikelihood(Likelihood):
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty(rows.size)
         ex = prep.extra
-        _poisson_rows(
-            np.ascontiguousarray(psi), rows, prep.Y0, prep.observed, ex["row_offset"], ex["logc_rows"], out
-        )
+        psi = np.ascontiguousarray(psi)
+
+        # Rows split over the sweep's threads (ibp_rflvm.blocks); each row's sum is one call's.
+        def part(_b: int, ks: slice) -> None:
+            off, const = ex["row_offset"], ex["logc_rows"]
+            _poisson_rows(psi[ks], rows[ks], prep.Y0, prep.observed, off, const, out[ks])
+
+        blocks = _blocks.current()
+        blocks.run(part, blocks.row_slices(rows.size))
         return out
 
     def _columns_loglik(self, psi: np.ndarray, cols: np.ndarray, prep: Prepared) -> np.ndarray:

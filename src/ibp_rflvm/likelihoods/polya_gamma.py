@@ -10,7 +10,8 @@ so with ``beta_j ~ N(0, s^2 I)`` each column's weights have the Gaussian conditi
 ``N(V Phi^T kappa_j, V)``, ``V = (Phi^T Omega_j Phi + I / s^2)^-1``. This module holds:
 
 * :func:`draw_pg` — ``omega`` for a whole array, zero where ``b = 0`` (unobserved entries, no
-  trials), using the chain's own Generator (the samplers live in :mod:`.pg_draws`);
+  trials), from one key of the chain's Generator and a stream per block of rows (the samplers
+  live in :mod:`.pg_draws`);
 * :func:`gaussian_weights` — the weight draw for all ``J`` columns at once: every
   ``Phi^T Omega_j Phi`` from one matrix product, one batched Cholesky, compiled triangular
   solves;
@@ -18,6 +19,10 @@ so with ``beta_j ~ N(0, s^2 I)`` each column's weights have the Gaussian conditi
   dispersion;
 * :class:`LogisticPG` — the plug-in base class the binomial, Bernoulli and negative binomial
   likelihoods derive from.
+
+Everything here that touches all ``N x J`` entries runs by blocks of rows or columns of fixed
+size on the sweep's threads (:mod:`ibp_rflvm.blocks`): split over outputs, never over a sum, and
+random draws from per-block streams, so the numbers do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from .. import blocks as _blocks
 from .._validation import _positions, check_counts
 from ..samplers.crt import crt_draw
 from .base import Likelihood, Prepared
@@ -52,8 +58,9 @@ def draw_pg(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.ndarra
     an exact draw for the fractional part, except shapes ``b >= 9`` (where ``K + 3`` Gamma draws
     cost less than the sum), drawn from ``K`` series terms and a remainder matching seven
     cumulants, within a total-variation distance of 1e-10 (see :mod:`.pg_series` and
-    ``docs/polya_gamma.md``). All random numbers
-    come from `rng`, so a seed fixes the draws.
+    ``docs/polya_gamma.md``). One key comes from `rng` and each block of rows draws from
+    its own stream of it (:mod:`ibp_rflvm.blocks`), so a seed fixes the draws whatever the
+    number of threads.
     """
     return draw_pg_exact(rng, b, c)
 
@@ -85,7 +92,7 @@ def cholesky_draw(P, rhs, eps, u):
         u[a] = acc / R[a, a]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _draw_columns(packed, lo_r, lo_c, tau, rhs, eps, out, offset):
     """``out[:, offset + j] = P_j^-1 rhs_j + R_j^-T eps_j`` for each row ``j`` of `packed`.
 
@@ -109,11 +116,10 @@ def _draw_columns(packed, lo_r, lo_c, tau, rhs, eps, out, offset):
             out[a, offset + j] = u[a]
 
 
-@njit(cache=True)
-def _row_outer_products(Phi):
-    """Row ``i``: the lower triangle of ``phi_i phi_i^T``, row by row (``np.tril_indices`` order)."""
+@njit(cache=True, nogil=True)
+def _row_outer_products(Phi, out):
+    """``out[i]``: the lower triangle of ``phi_i phi_i^T``, row by row (``np.tril_indices`` order)."""
     N, L = Phi.shape
-    out = np.empty((N, L * (L + 1) // 2))
     for i in range(N):
         t = 0
         for a in range(L):
@@ -121,7 +127,6 @@ def _row_outer_products(Phi):
             for c in range(a + 1):
                 out[i, t] = pa * Phi[i, c]
                 t += 1
-    return out
 
 
 def gaussian_weights(
@@ -136,9 +141,14 @@ def gaussian_weights(
     `omega` is ``N x J`` (the diagonals of the ``Omega_j``), `rhs` is ``L x J``. All ``J``
     precisions come from ONE matrix product: `omega` transposed times the row outer products of
     ``Phi`` (lower triangle, ``N x L(L+1)/2``). The Cholesky factorisations and triangular
-    solves then run in one compiled loop over the columns (no Python loop over columns; only
-    over memory-bounding blocks when ``J`` is large).
+    solves then run in one compiled loop over the columns.
+
+    The columns go in blocks of fixed size (``blocks.columns``, fewer when the packed precisions
+    of that many would pass ``_STACK_BYTES``; both independent of the thread count) to the
+    sweep's threads, each block one single-threaded product and one compiled loop. The normal
+    draws are taken up front from `rng`, so the chain's stream does not depend on the blocks.
     """
+    blocks = _blocks.current()
     N, L = Phi.shape
     J = omega.shape[1]
     # Drawn up front so the chain does not depend on the block size.
@@ -152,13 +162,20 @@ def gaussian_weights(
         P = Phi.T @ (omega[:, :1] * Phi)
         _draw_columns(P[lo_r, lo_c][None], lo_r, lo_c, prior_precision, rhs, eps, beta, 0)
         return beta
-    outer = _row_outer_products(np.ascontiguousarray(Phi))
-    block = max(1, min(J, _STACK_BYTES // (8 * lo_r.size)))
-    for start in range(0, J, block):
-        stop = min(J, start + block)
-        packed = omega[:, start:stop].T @ outer
-        blk = slice(start, stop)
-        _draw_columns(packed, lo_r, lo_c, prior_precision, rhs[:, blk], eps[:, blk], beta, start)
+    Phi = np.ascontiguousarray(Phi)
+    outer = np.empty((N, lo_r.size))
+
+    def outer_rows(_b: int, rows: slice) -> None:
+        _row_outer_products(Phi[rows], outer[rows])
+
+    blocks.run(outer_rows, blocks.row_slices(N))
+    width = max(1, min(blocks.columns, _STACK_BYTES // (8 * lo_r.size)))
+
+    def columns(_b: int, blk: slice) -> None:
+        packed = omega[:, blk].T @ outer
+        _draw_columns(packed, lo_r, lo_c, prior_precision, rhs[:, blk], eps[:, blk], beta, blk.start)
+
+    blocks.run(columns, _blocks.slices(J, width))
     return beta
 
 
@@ -167,17 +184,36 @@ def gaussian_weights(
 # --------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def crt_column_totals(rng, Y0, observed, r):
-    """``L_j = sum_i CRT(y_ij, r_j)`` over the OBSERVED entries of each column."""
-    N, J = Y0.shape
-    out = np.zeros(J)
+@njit(cache=True, nogil=True)
+def _crt_columns(rng, Y0, observed, r, lo, hi, out):
+    """``out[j] = sum_i CRT(y_ij, r_j)`` over the observed entries, for columns ``lo <= j < hi``."""
+    N = Y0.shape[0]
     for i in range(N):
-        for j in range(J):
+        for j in range(lo, hi):
             if observed[i, j]:
                 y = int(Y0[i, j])
                 if y > 0:
                     out[j] += crt_draw(rng, y, r[j])
+
+
+def crt_column_totals(
+    rng: np.random.Generator, Y0: np.ndarray, observed: np.ndarray, r: np.ndarray
+) -> np.ndarray:
+    """``L_j = sum_i CRT(y_ij, r_j)`` over the OBSERVED entries of each column.
+
+    One key from `rng`; each block of columns draws from its own stream of it on the sweep's
+    threads (:mod:`ibp_rflvm.blocks`), so the totals do not depend on the thread count.
+    """
+    blocks = _blocks.current()
+    J = Y0.shape[1]
+    out = np.zeros(J)
+    r = np.ascontiguousarray(r, dtype=np.float64)
+    key = _blocks.step_key(rng)
+
+    def part(block: int, cols: slice) -> None:
+        _crt_columns(_blocks.stream(key, block), Y0, observed, r, cols.start, cols.stop, out)
+
+    blocks.run(part, blocks.column_slices(J))
     return out
 
 
@@ -282,7 +318,7 @@ def _softplus(x):
     return max(x, 0.0) + (2.0 * z * w + (_LN2 if big else 0.0))
 
 
-@njit(cache=True, error_model="numpy", fastmath=_FAST)
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
 def _logistic_rows(psi, rows, Y0, observed, off, trials, r, use_trials, const, out):
     """``const_i + sum_j [y x - b softplus(x)]``, ``x = psi + off_i``, over observed entries of each
     row in `rows` (``off_i`` is the row's offset, 0 without one).
@@ -312,15 +348,31 @@ def softplus(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(0.0, x)
 
 
-@njit(cache=True, error_model="numpy", fastmath=_FAST)
-def softplus_column_sums(psi, observed):
-    """``sum_i softplus(psi_ij)`` over the observed rows of each column (the NB dispersion rate)."""
-    N, J = psi.shape
-    out = np.zeros(J)
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
+def _softplus_columns(psi, observed, lo, hi, out):
+    """``out[j] = sum_i softplus(psi_ij)`` over the observed rows, for columns ``lo <= j < hi``."""
+    N = psi.shape[0]
     for i in range(N):
-        for j in range(J):
+        for j in range(lo, hi):
             v = _softplus(psi[i, j])
             out[j] += v if observed[i, j] else 0.0
+
+
+def softplus_column_sums(psi: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """``sum_i softplus(psi_ij)`` over the observed rows of each column (the NB dispersion rate).
+
+    Split over columns on the sweep's threads; each column is summed over rows in row order, as
+    on one thread.
+    """
+    blocks = _blocks.current()
+    J = psi.shape[1]
+    out = np.zeros(J)
+    psi = np.ascontiguousarray(psi)
+
+    def part(_b: int, cols: slice) -> None:
+        _softplus_columns(psi, observed, cols.start, cols.stop, out)
+
+    blocks.run(part, blocks.column_slices(J))
     return out
 
 
@@ -368,10 +420,17 @@ class LogisticPG(Likelihood):
         off = prep.extra.get("row_offset")
         if off is None:
             off = np.zeros(prep.Y0.shape[0])
-        _logistic_rows(
-            np.ascontiguousarray(psi), rows, prep.Y0, prep.observed, off, trials, r, use_trials,
-            self._row_const(params, prep), out,
-        )  # fmt: skip
+        psi = np.ascontiguousarray(psi)
+        const = self._row_const(params, prep)
+
+        # Rows split over the sweep's threads; each row's sum is one call's, in column order.
+        def part(_b: int, ks: slice) -> None:
+            _logistic_rows(
+                psi[ks], rows[ks], prep.Y0, prep.observed, off, trials, r, use_trials, const, out[ks]
+            )
+
+        blocks = _blocks.current()
+        blocks.run(part, blocks.row_slices(rows.size))
         return out
 
     def _b(self, params: dict, prep: Prepared) -> np.ndarray:
@@ -387,7 +446,7 @@ class LogisticPG(Likelihood):
         precision and the mean term ``Phi^T (kappa - Omega o)``.
         """
         off = offset_of(prep)
-        psi = Phi @ beta
+        psi = _blocks.matmul_rows(Phi, beta)
         if off is not None:
             psi += off[:, None]
         b = self._b(params, prep)
@@ -403,7 +462,7 @@ class LogisticPG(Likelihood):
         np.subtract(0.0, kappa, out=kappa, where=~prep.observed)
         if off is not None:
             kappa -= omega * off[:, None]
-        rhs = Phi.T @ kappa
+        rhs = _blocks.matmul_columns(Phi.T, kappa)
         del kappa
         return gaussian_weights(rng, Phi, omega, rhs, self.prior_scale**-2)
 

@@ -6,6 +6,11 @@ computed for all rows in one array operation (the rows are then visited in turn 
 slice sampler's ``pi*`` factor, in compiled code). A frequency proposal changes two columns of
 ``Phi``, so the linear predictor ``psi = Phi beta`` is updated by a rank-2 product instead of
 being recomputed.
+
+The products ``Phi beta``, the row log-likelihoods and the rank-2 updates run by blocks of rows
+on the sweep's threads (:mod:`ibp_rflvm.blocks`); each row is computed the same way whatever the
+thread count. The slice sampler's visit of the rows and the elliptical slice draws stay on the
+chain's Generator, in one thread: they take few numbers, in an order that is part of the chain.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .. import blocks as _blocks
 from ..features import feature_map, frequency_columns
 from ..likelihoods.base import Likelihood, Prepared
 from . import ibp
@@ -31,7 +37,7 @@ class FactorisedState:
         self.prep = prep
         self.beta = beta
         self.Phi = feature_map(X * Z, W, bias)
-        self.psi = self.Phi @ beta
+        self.psi = _blocks.matmul_rows(self.Phi, beta)
         self.all_rows = np.arange(X.shape[0])
         self.ll = lik.loglik_rows(self.psi, self.all_rows, params, prep)
 
@@ -40,7 +46,7 @@ class FactorisedState:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Log-likelihoods of `rows` with latent rows `H_rows`, and their ``Phi`` and ``psi``."""
         Phi = feature_map(H_rows, W, self.bias)
-        psi = Phi @ self.beta
+        psi = _blocks.matmul_rows(Phi, self.beta)
         return self.lik.loglik_rows(psi, rows, self.params, self.prep), Phi, psi
 
 
@@ -94,7 +100,7 @@ def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedStat
         log_u = math.log(rng.random())
         cols = [m, m + M]
         new_cols = frequency_columns(H, w_prop, M)
-        _low_rank_update(fs.psi, new_cols - fs.Phi[:, cols], fs.beta[cols], spare)  # [cols]: a C copy
+        _low_rank_rows(fs.psi, new_cols - fs.Phi[:, cols], fs.beta[cols], spare)  # [cols]: a C copy
         ll_prop = fs.lik.loglik_rows(spare, fs.all_rows, fs.params, fs.prep)
         total = float(np.sum(ll_prop, dtype=np.float64))
         if log_u < total - ll_total:
@@ -107,7 +113,17 @@ def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedStat
     return accepted
 
 
-@njit(cache=True)
+def _low_rank_rows(psi, D, B, out):
+    """:func:`_low_rank_update` by blocks of rows on the sweep's threads."""
+    blocks = _blocks.current()
+
+    def part(_b: int, rows: slice) -> None:
+        _low_rank_update(psi[rows], D[rows], B, out[rows])
+
+    blocks.run(part, blocks.row_slices(psi.shape[0]))
+
+
+@njit(cache=True, nogil=True)
 def _low_rank_update(psi, D, B, out):
     """``out = psi + D B`` in one pass (``D`` is N x r, ``B`` is r x J, r small)."""
     N, J = psi.shape

@@ -34,6 +34,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
+from .. import blocks as _blocks
 from ..features import feature_map
 from ..row_cache import LOG_2PI, GaussianPrior, build_cache
 from . import dp_mixture
@@ -197,7 +198,7 @@ class FactorisedTarget:
         fs = self.fs
 
         def row_loglik(feats: np.ndarray) -> np.ndarray:
-            return fs.lik.loglik_rows(feats @ fs.beta, fs.all_rows, fs.params, fs.prep)
+            return fs.lik.loglik_rows(_blocks.matmul_rows(feats, fs.beta), fs.all_rows, fs.params, fs.prep)
 
         return RowCurves(H_base, W_base, w_new, fs.bias, row_loglik)
 
