@@ -42,12 +42,14 @@ __all__ = [
     "matmul_rows", "slices", "step_key", "stream", "threads_per_chain",
 ]  # fmt: skip
 
-#: Rows per block. Small enough that 10,000 rows make 10 blocks (2 threads then share the work
-#: within a block's length of even), large enough that a block's BLAS call runs at full speed.
-ROW_BLOCK = 1024
+#: Rows per block. The blocks define the chain (each has its own stream), so they are fixed
+#: once, for the largest thread counts in view: 10,000 rows make 40 blocks, enough to keep 16-32
+#: threads busy and to share the work evenly between 2, while a block of 256 rows by even 16
+#: columns is thousands of draws, far more than a thread hand-off costs.
+ROW_BLOCK = 256
 #: Columns per block (weight precisions, Cholesky draws, CRT totals, column sums): 2,000
-#: columns make 16 blocks, and a precision block still reuses each row outer product 128 times.
-COLUMN_BLOCK = 128
+#: columns make 32 blocks, and a precision block still reuses each row outer product 64 times.
+COLUMN_BLOCK = 64
 
 T = TypeVar("T")
 
