@@ -39,7 +39,7 @@ from threadpoolctl import threadpool_limits
 
 __all__ = [
     "COLUMN_BLOCK", "ROW_BLOCK", "Blocks", "active", "available_cpus", "current", "matmul_columns",
-    "matmul_rows", "slices", "step_key", "stream", "threads_per_chain",
+    "matmul_rows", "row_kernel", "slices", "step_key", "stream", "threads_per_chain",
 ]  # fmt: skip
 
 #: Rows per block. The blocks define the chain (each has its own stream), so they are fixed
@@ -92,6 +92,22 @@ class Blocks:
             for f in futures:
                 f.cancel()
             raise
+
+
+def row_kernel(kernel: Callable, psi: np.ndarray, rows, *args) -> np.ndarray:
+    """One value per row from a compiled row kernel ``kernel(psi_rows, rows, *args, out)``, run
+    over the sweep's row blocks. Each row's value is one kernel call's, whatever the blocks, so
+    splitting the rows over threads changes no number."""
+    rows = np.asarray(rows, dtype=np.int64)
+    psi = np.ascontiguousarray(psi)
+    out = np.empty(rows.size)
+
+    def part(_b: int, ks: slice) -> None:
+        kernel(psi[ks], rows[ks], *args, out[ks])
+
+    blocks = current()
+    blocks.run(part, blocks.row_slices(rows.size))
+    return out
 
 
 def slices(n: int, size: int) -> list[slice]:

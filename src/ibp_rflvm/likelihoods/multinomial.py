@@ -174,19 +174,9 @@ class MultinomialLikelihood(Likelihood):
         return {"n_rows": n, "logc_rows": logc, "informative": informative}
 
     def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
-        out = np.empty(rows.size)
         ex = prep.extra
-        psi = np.ascontiguousarray(psi)
-
-        # Rows split over the sweep's threads (ibp_rflvm.blocks); each row's sum is one call's.
-        def part(_b: int, ks: slice) -> None:
-            n, const = ex["n_rows"], ex["logc_rows"]
-            _multinomial_rows(psi[ks], rows[ks], prep.Y0, prep.observed, n, const, out[ks])
-
-        blocks = _blocks.current()
-        blocks.run(part, blocks.row_slices(rows.size))
-        return out
+        args = (prep.Y0, prep.observed, ex["n_rows"], ex["logc_rows"])
+        return _blocks.row_kernel(_multinomial_rows, psi, rows, *args)
 
     def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
         # One sweep of the category updates from beta = 0 (all categories equally likely).

@@ -84,19 +84,9 @@ class PoissonLikelihood(Likelihood):
         }
 
     def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
-        out = np.empty(rows.size)
         ex = prep.extra
-        psi = np.ascontiguousarray(psi)
-
-        # Rows split over the sweep's threads (ibp_rflvm.blocks); each row's sum is one call's.
-        def part(_b: int, ks: slice) -> None:
-            off, const = ex["row_offset"], ex["logc_rows"]
-            _poisson_rows(psi[ks], rows[ks], prep.Y0, prep.observed, off, const, out[ks])
-
-        blocks = _blocks.current()
-        blocks.run(part, blocks.row_slices(rows.size))
-        return out
+        args = (prep.Y0, prep.observed, ex["row_offset"], ex["logc_rows"])
+        return _blocks.row_kernel(_poisson_rows, psi, rows, *args)
 
     def _columns_loglik(self, psi: np.ndarray, cols: np.ndarray, prep: Prepared) -> np.ndarray:
         out = np.empty(cols.size)

@@ -416,22 +416,12 @@ class LogisticPG(Likelihood):
         else:
             trials = np.zeros((0, 0))
             r = self._r(params)
-        out = np.empty(rows.size)
         off = prep.extra.get("row_offset")
         if off is None:
             off = np.zeros(prep.Y0.shape[0])
-        psi = np.ascontiguousarray(psi)
         const = self._row_const(params, prep)
-
-        # Rows split over the sweep's threads; each row's sum is one call's, in column order.
-        def part(_b: int, ks: slice) -> None:
-            _logistic_rows(
-                psi[ks], rows[ks], prep.Y0, prep.observed, off, trials, r, use_trials, const, out[ks]
-            )
-
-        blocks = _blocks.current()
-        blocks.run(part, blocks.row_slices(rows.size))
-        return out
+        args = (prep.Y0, prep.observed, off, trials, r, use_trials, const)
+        return _blocks.row_kernel(_logistic_rows, psi, rows, *args)
 
     def _b(self, params: dict, prep: Prepared) -> np.ndarray:
         trials = self._trials(prep)
