@@ -18,6 +18,7 @@ import argparse
 
 import numpy as np
 
+from ibp_rflvm.effective_posterior import posterior_median, weighted_posterior
 from ibp_rflvm.evaluation.store import load_records, save_record
 
 RULE = "max(90% trace, median K+)"
@@ -30,9 +31,7 @@ def latent_width(rec: dict) -> int:
     if trace is None:
         return int(rec["D"])
     kept = np.asarray(trace[len(trace) // 2 :])
-    values, counts = np.unique(kept, return_counts=True)
-    cumulative = np.cumsum(counts) / kept.size
-    return int(values[np.searchsorted(cumulative, 0.5 - 1e-12)])
+    return posterior_median(weighted_posterior(kept[None, :], np.ones(1)))
 
 
 def main() -> None:

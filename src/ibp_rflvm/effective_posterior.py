@@ -116,6 +116,14 @@ class EffectiveDimensionsMixin:
         return trace[:, trace.shape[1] - kept :]
 
 
+def posterior_median(posterior: dict[int, float]) -> int:
+    """Lower median of an integer posterior (ascending value -> probability, as
+    :func:`weighted_posterior` gives): the smallest value with half the mass at or below it."""
+    values = np.fromiter(posterior.keys(), dtype=np.int64)
+    cumulative = np.cumsum(np.fromiter(posterior.values(), dtype=np.float64))
+    return int(values[min(np.searchsorted(cumulative, 0.5 - 1e-12), values.size - 1)])
+
+
 def weighted_posterior(values: np.ndarray, chain_weights: np.ndarray) -> dict[int, float]:
     """value -> probability of a ``chains x draws`` integer array, each chain's draws sharing its
     weight equally (ascending values; zero-probability values left out)."""

@@ -18,7 +18,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._validation import check_int, check_random_state
-from .effective_posterior import effective_draws
+from .effective_posterior import effective_draws, posterior_median
 from .embedding import Embedding, check_n_components, fit_embedding, sample_block
 
 #: Kept samples per chain that enter the kernel (evenly thinned, the last one included).
@@ -77,12 +77,8 @@ class PosteriorEmbeddingMixin:
         return self._embedding().own_dimension(self._latent_width())
 
     def _latent_width(self) -> int:
-        """Median of the (stacked) posterior of ``K+``: the smallest value with at least half
-        the posterior mass at or below it."""
-        posterior = self.k_plus_posterior_
-        values = np.fromiter(posterior.keys(), dtype=np.int64)
-        cumulative = np.cumsum(np.fromiter(posterior.values(), dtype=np.float64))
-        return int(values[min(np.searchsorted(cumulative, 0.5 - 1e-12), values.size - 1)])
+        """Median of the (stacked) posterior of ``K+``."""
+        return posterior_median(self.k_plus_posterior_)
 
     @property
     def embedding_(self) -> np.ndarray:

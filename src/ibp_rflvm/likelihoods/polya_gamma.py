@@ -408,7 +408,6 @@ class LogisticPG(Likelihood):
 
     # interface --------------------------------------------------------------------------
     def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
         trials = self._trials(prep)
         use_trials = trials is not None
         if use_trials:
