@@ -709,3 +709,38 @@ def test_worker_seconds_count_the_sweeps_before_a_resume_or_say_they_are_estimat
     assert "Total: 21 s of worker time over 4 cells." in text
     assert "cancer__rflvm__t2 (resumed at sweep 6), cancer__rflvm__t3 (resumed at sweep 10)." in text
     assert "t0" not in text.split("Total")[1] and "t1" not in text.split("Total")[1]
+
+
+@pytest.mark.parametrize(("cpus", "n_jobs", "threads"), [(4, 1, 4), (4, 2, 2), (2, 3, 1)])
+def test_cells_share_the_cores_among_the_workers(tmp_path, monkeypatch, cpus, n_jobs, threads):
+    """A cell's sweep gets the cores left to it by the cells running beside it (not every core
+    each, which oversubscribes the machine), and its estimator receives that `n_threads`."""
+    from ibp_rflvm.evaluation import cells as cells_mod
+
+    seen: list[tuple[int, int]] = []
+
+    class _Done(Exception):
+        pass
+
+    def record(task):
+        est = cells_mod.build_estimator(task.cell.method, task.n_components, 0, task.config, task.n_threads)
+        seen.append((task.n_threads, est.get_params()["n_threads"]))
+        raise _Done  # the harness logs it as a failed cell; nothing is fitted
+
+    monkeypatch.setattr(scheduling, "available_cpus", lambda: cpus)
+    monkeypatch.setattr(scheduling, "_backend", lambda n, s: _Capacity(n))
+    monkeypatch.setattr(scheduling, "compute_cell", record)
+    kw = {**_one_chain(n_iter=2), "n_jobs": n_jobs}
+    reproduce("table1", tmp_path / "out", trials=1, **kw)
+    assert seen == [(threads, threads)]
+
+
+class _Capacity(scheduling._Serial):
+    """The in-process backend reporting `n` workers, so the thread split is that of `n` jobs."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self._n = n
+
+    def capacity(self) -> int:
+        return self._n

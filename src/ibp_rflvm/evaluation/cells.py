@@ -105,14 +105,19 @@ class CellTask:
     # Where an MCMC cell saves its chain every CHECKPOINT_EVERY sweeps and resumes from, so an
     # interrupted run loses at most that many sweeps of a cell in flight (None: no checkpoint).
     checkpoint: str | None = None
+    # Threads of the cell's sweep (`n_threads`): the cores left to each cell that runs at once,
+    # so that cells in parallel do not oversubscribe the machine; the chain does not depend on it.
+    n_threads: int = 1
 
 
 #: Sweeps between the checkpoints of a cell's chain (a write costs far less than a sweep).
 CHECKPOINT_EVERY = 5
 
 
-def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunConfig) -> Any:
-    """An unfitted estimator for `method` with the run's settings."""
+def build_estimator(
+    method: str, n_components: int | None, seed: int, cfg: RunConfig, n_threads: int = 1
+) -> Any:
+    """An unfitted estimator for `method` with the run's settings (`n_threads`: the RFLVMs' sweep)."""
     m = METHODS[method]
     if m.family == "rflvm":
         from ..estimator import IBPRFLVM, RFLVM
@@ -123,6 +128,7 @@ def build_estimator(method: str, n_components: int | None, seed: int, cfg: RunCo
             "n_iter": cfg.n_iter,
             "random_state": seed,
             "sampler": cfg.sampler,
+            "n_threads": n_threads,
         }
         if m.ibp:
             return IBPRFLVM(init_dims=init_dims_for(cfg), **common)
@@ -184,7 +190,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         Y, labels, _ = dataset_arrays(cell.dataset, cfg.sqrt, cfg.data_home, cfg.max_rows)
         Y_train, Y_test, m_seed, digest = split_for(Y, cell.dataset, cell.trial, cfg.seed)
         seed = model_seed(cell.dataset, cell.method, cell.trial, cfg.seed)
-        est = build_estimator(cell.method, task.n_components, seed, cfg)
+        est = build_estimator(cell.method, task.n_components, seed, cfg, task.n_threads)
         t0 = time.perf_counter()
         resumed_from, began_at, seconds_before = _fit_resumable(
             est, Y_train, task.checkpoint if method.family == "rflvm" else None

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..blocks import available_cpus
 from . import cells as _cells
 from .cells import CellTask, _drop_checkpoint, compute_cell, dataset_arrays
 from .experiments import METHODS, Cell, ReproduceError, RunConfig
@@ -269,13 +270,15 @@ def run_cells(
     # Chains checkpoint beside the cells when the workers share this disk (local processes);
     # Dask workers may run on other machines, so their cells restart when interrupted.
     partial = None if scheduler else out / "partial"
+    # A Dask worker runs one cell per thread; local workers share this machine's cores.
+    threads = 1 if scheduler else max(1, available_cpus() // backend.capacity())
 
     def make_task(c: Cell) -> CellTask:
         ckpt = None if partial is None else str(partial / f"{c.id}.ckpt")
         p = c.parent()
         if p is None:
-            return CellTask(c, cfg, None, checkpoint=ckpt)
-        return CellTask(c, cfg, _dims_from(done[p.id]), p.id, checkpoint=ckpt)
+            return CellTask(c, cfg, None, checkpoint=ckpt, n_threads=threads)
+        return CellTask(c, cfg, _dims_from(done[p.id]), p.id, checkpoint=ckpt, n_threads=threads)
 
     restore_sigterm = _sigterm_as_interrupt()
     try:
