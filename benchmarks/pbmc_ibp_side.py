@@ -31,17 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
-
-
-def score(E: np.ndarray, labels: np.ndarray, name: str) -> None:
-    import anndata
-
-    adata = anndata.AnnData(X=np.zeros((E.shape[0], 1)))
-    adata.obsm["E"] = E
-    key = scx.scanpy_graph(adata, "E", scx.N_NEIGHBORS)
-    aris = [scx.leiden_ari(adata, key, labels, resolution=res) for res in (1.0, 0.5)]
-    ari = "  ".join(f"res {res}: {a:.3f} ({n})" for res, (a, n) in zip((1.0, 0.5), aris, strict=True))
-    print(f"{name:28s} d = {E.shape[1]:2d}  5-NN {scx.knn_accuracy(E, labels):.3f}  ARI {ari}", flush=True)
+from pbmc_summaries import score  # noqa: E402  (this folder is on the path when run as a script)
 
 
 def main() -> None:
