@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
-from pbmc_summaries import score  # noqa: E402  (this folder is on the path when run as a script)
+from pbmc_summaries import load_cells, score  # noqa: E402  (this folder is on the path when run as a script)
 
 
 def main() -> None:
@@ -50,10 +50,7 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="write the representations and labels (.npz)")
     args = parser.parse_args()
     sc.settings.verbosity = 0
-    counts, labels, _ = scx.load_pbmc()
-    keep = counts.sum(axis=1) > 0
-    counts, labels = counts[keep], labels[keep]
-    logged = scx.log_normalised(counts)
+    counts, labels, logged = load_cells()
     model = IBPRFLVM(
         n_iter=args.sweeps, random_state=args.seed, alpha_prior=tuple(args.alpha_prior),
         ibp_beta=None if args.ibp_beta == 0 else args.ibp_beta, init_dims=args.init_dims,

@@ -75,6 +75,14 @@ def score_components(emb, D: int, labels: np.ndarray, name: str) -> None:
         score(emb.scores[:, :d], labels, name)
 
 
+def load_cells() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The PBMC counts of the cells with any count, their cell types and log-normalised counts."""
+    counts, labels, _ = scx.load_pbmc()
+    keep = counts.sum(axis=1) > 0
+    counts, labels = counts[keep], labels[keep]
+    return counts, labels, scx.log_normalised(counts)
+
+
 def main() -> None:
     import scanpy as sc
 
@@ -86,10 +94,7 @@ def main() -> None:
     parser.add_argument("--likelihood", choices=("negbinom", "gaussian"), default="negbinom")
     args = parser.parse_args()
     sc.settings.verbosity = 0
-    counts, labels, _ = scx.load_pbmc()
-    keep = counts.sum(axis=1) > 0
-    counts, labels = counts[keep], labels[keep]
-    logged = scx.log_normalised(counts)
+    counts, labels, logged = load_cells()
     gaussian = args.likelihood == "gaussian"
     if gaussian:
         model = IBPRFLVM(n_iter=args.sweeps, random_state=args.seed, n_chains=args.chains).fit(logged)
