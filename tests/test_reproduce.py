@@ -727,7 +727,9 @@ def test_cells_share_the_cores_among_the_workers(tmp_path, monkeypatch, cpus, n_
         seen.append((task.n_threads, est.get_params()["n_threads"]))
         raise _Done  # the harness logs it as a failed cell; nothing is fitted
 
-    monkeypatch.setattr(scheduling, "available_cpus", lambda: cpus)
+    from ibp_rflvm import blocks
+
+    monkeypatch.setattr(blocks, "available_cpus", lambda: cpus)
     monkeypatch.setattr(scheduling, "_backend", lambda n, s: _Capacity(n))
     monkeypatch.setattr(scheduling, "compute_cell", record)
     kw = {**_one_chain(n_iter=2), "n_jobs": n_jobs}

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..blocks import available_cpus
+from ..blocks import threads_per_chain
 from . import cells as _cells
 from .cells import CellTask, _drop_checkpoint, compute_cell, dataset_arrays
 from .experiments import METHODS, Cell, ReproduceError, RunConfig
@@ -270,8 +270,10 @@ def run_cells(
     # Chains checkpoint beside the cells when the workers share this disk (local processes);
     # Dask workers may run on other machines, so their cells restart when interrupted.
     partial = None if scheduler else out / "partial"
-    # A Dask worker runs one cell per thread; local workers share this machine's cores.
-    threads = 1 if scheduler else max(1, available_cpus() // backend.capacity())
+    # A Dask worker runs one cell per thread; local workers share this machine's cores as the
+    # chains of one fit do (each cell is one chain, `capacity` of them at once).
+    at_once = backend.capacity()
+    threads = 1 if scheduler else threads_per_chain(None, at_once, at_once)
 
     def make_task(c: Cell) -> CellTask:
         ckpt = None if partial is None else str(partial / f"{c.id}.ckpt")
