@@ -179,6 +179,17 @@ def matmul_rows(A: np.ndarray, B: np.ndarray, blocks: Blocks | None = None) -> n
     return out
 
 
+def copy_rows(dst: np.ndarray, dst_rows: np.ndarray, src: np.ndarray, src_rows: np.ndarray) -> None:
+    """``dst[dst_rows] = src[src_rows]`` by blocks of the row lists (``N x J`` arrays: a whole
+    ``psi`` may change rows at once, and a copy that size is worth the threads)."""
+    blocks = current()
+
+    def part(_b: int, ks: slice) -> None:
+        dst[dst_rows[ks]] = src[src_rows[ks]]
+
+    blocks.run(part, blocks.row_slices(len(dst_rows)))
+
+
 def matmul_columns(A: np.ndarray, B: np.ndarray, blocks: Blocks | None = None) -> np.ndarray:
     """``A @ B`` computed by column blocks of `B` (for ``Phi^T kappa``, whose sums run over the
     rows: split over the output's columns, each sum stays one BLAS call's)."""

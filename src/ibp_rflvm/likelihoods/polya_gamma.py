@@ -426,7 +426,17 @@ class LogisticPG(Likelihood):
         trials = self._trials(prep)
         if trials is not None:
             return trials
-        return np.where(prep.observed, prep.Y0 + self._r(params)[None, :], 0.0)
+        r = self._r(params)
+        Y0, observed = prep.Y0, prep.observed
+        b = np.empty(Y0.shape)
+
+        def part(_b: int, rows: slice) -> None:
+            np.add(Y0[rows], r[None, :], out=b[rows])
+            b[rows][~observed[rows]] = 0.0
+
+        blocks = _blocks.current()
+        blocks.run(part, blocks.row_slices(Y0.shape[0]))
+        return b
 
     def _draw_beta(self, rng: np.random.Generator, Phi: np.ndarray, beta: np.ndarray, params, prep):
         """``omega ~ PG(b, psi)`` then ``beta ~ N(V Phi^T kappa, V)`` for every column.
@@ -446,11 +456,7 @@ class LogisticPG(Likelihood):
         # N x J temporaries.
         kappa = b if b is not self._trials(prep) else b.copy()
         del b
-        kappa *= 0.5
-        np.subtract(prep.Y0, kappa, out=kappa, where=prep.observed)
-        np.subtract(0.0, kappa, out=kappa, where=~prep.observed)
-        if off is not None:
-            kappa -= omega * off[:, None]
+        _kappa_in_place(kappa, prep.Y0, prep.observed, omega, off)
         rhs = _blocks.matmul_columns(Phi.T, kappa)
         del kappa
         return gaussian_weights(rng, Phi, omega, rhs, self.prior_scale**-2)
@@ -468,6 +474,22 @@ class LogisticPG(Likelihood):
         new = dict(params)
         new["beta"] = self._draw_beta(rng, Phi, params["beta"], params, prep)
         return new
+
+
+def _kappa_in_place(kappa: np.ndarray, Y0: np.ndarray, observed: np.ndarray, omega, off) -> None:
+    """``kappa = y - b / 2`` where observed and ``-b / 2`` elsewhere, minus ``omega o`` with row
+    offsets ``o``, written over ``b`` (given as `kappa`) by the sweep's row blocks."""
+
+    def part(_b: int, rows: slice) -> None:
+        k = kappa[rows]
+        k *= 0.5
+        np.subtract(Y0[rows], k, out=k, where=observed[rows])
+        np.subtract(0.0, k, out=k, where=~observed[rows])
+        if off is not None:
+            k -= omega[rows] * off[rows, None]
+
+    blocks = _blocks.current()
+    blocks.run(part, blocks.row_slices(kappa.shape[0]))
 
 
 def _positive(value, name: str) -> float:

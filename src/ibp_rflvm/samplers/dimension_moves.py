@@ -35,6 +35,7 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
+from .. import blocks as _blocks
 from ..features import row_features
 from ..row_cache import FAST, Cache, GaussianPrior, commit_row, eval_row, prepare_row, row_buffers
 from . import dp_mixture, ibp
@@ -136,9 +137,10 @@ class FactorisedRows:
     def accept_at(self, idx: np.ndarray) -> None:
         """Commit the proposals of ``rows[idx]`` from the last `deltas_at`."""
         rows, (ll, Phi, psi) = self._at
+        idx = np.asarray(idx)
         r = rows[idx]
         self.fs.Phi[r] = Phi[idx]
-        self.fs.psi[r] = psi[idx]
+        _blocks.copy_rows(self.fs.psi, r, psi, idx)
         self.fs.ll[r] = ll[idx]
 
 

@@ -36,8 +36,7 @@ class FactorisedState:
         self.params = params
         self.prep = prep
         self.beta = beta
-        self.Phi = feature_map(X * Z, W, bias)
-        self.psi = _blocks.matmul_rows(self.Phi, beta)
+        self.Phi, self.psi = features_and_predictor(X * Z, W, bias, beta)
         self.all_rows = np.arange(X.shape[0])
         self.ll = lik.loglik_rows(self.psi, self.all_rows, params, prep)
 
@@ -45,9 +44,26 @@ class FactorisedState:
         self, H_rows: np.ndarray, W: np.ndarray, rows: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Log-likelihoods of `rows` with latent rows `H_rows`, and their ``Phi`` and ``psi``."""
-        Phi = feature_map(H_rows, W, self.bias)
-        psi = _blocks.matmul_rows(Phi, self.beta)
+        Phi, psi = features_and_predictor(H_rows, W, self.bias, self.beta)
         return self.lik.loglik_rows(psi, rows, self.params, self.prep), Phi, psi
+
+
+def features_and_predictor(H: np.ndarray, W: np.ndarray, bias: bool, beta: np.ndarray):
+    """``Phi = feature_map(H)`` and ``psi = Phi beta``, both by the sweep's row blocks in one pass
+    over them (the block's features are still in cache for its product). Each row comes out as
+    the whole-matrix calls would give it, whatever the thread count."""
+    n = H.shape[0]
+    Phi = np.empty((n, 2 * W.shape[0] + int(bias)))
+    psi = np.empty((n, beta.shape[1]))
+    beta = np.ascontiguousarray(beta, dtype=np.float64)
+
+    def part(_b: int, rows: slice) -> None:
+        Phi[rows] = feature_map(H[rows], W, bias)
+        np.matmul(Phi[rows], beta, out=psi[rows])
+
+    blocks = _blocks.current()
+    blocks.run(part, blocks.row_slices(n))
+    return Phi, psi
 
 
 def update_z(rng: np.random.Generator, X, Z, W, pi, counts, fs: FactorisedState, room=None) -> int:
@@ -63,12 +79,12 @@ def update_z(rng: np.random.Generator, X, Z, W, pi, counts, fs: FactorisedState,
         z_before = Z[:, d].copy()
         delta = np.where(z_before == 1, fs.ll - ll_alt, ll_alt - fs.ll)
         ibp.gibbs_column(rng, Z, d, delta, pi, counts, room)
-        changed = Z[:, d] != z_before
-        if changed.any():
+        changed = np.flatnonzero(Z[:, d] != z_before)
+        if changed.size:
             fs.Phi[changed] = Phi_alt[changed]
-            fs.psi[changed] = psi_alt[changed]
+            _blocks.copy_rows(fs.psi, changed, psi_alt, changed)
             fs.ll[changed] = ll_alt[changed]
-            flips += int(changed.sum())
+            flips += int(changed.size)
     return flips
 
 
