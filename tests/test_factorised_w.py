@@ -17,6 +17,18 @@ def test_low_rank_update_matches_numpy():
     np.testing.assert_allclose(out, psi + D @ B, rtol=0, atol=1e-14)
 
 
+def test_low_rank_update_sums_in_the_documented_order():
+    # psi + ((0 + D_0 B_0) + D_1 B_1), bit for bit: the proposals' psi (and so the chains) must
+    # not change when the kernel's loops are rearranged for speed. NumPy's elementwise ops round
+    # each product and sum separately, as the kernel (compiled without fast-math) does.
+    rng = np.random.default_rng(3)
+    psi, D, B = rng.normal(size=(9, 301)), rng.normal(size=(9, 2)), rng.normal(size=(2, 301))
+    out = np.empty_like(psi)
+    _low_rank_update(psi, D, B, out)
+    acc = (0.0 + D[:, :1] * B[:1]) + D[:, 1:] * B[1:]
+    np.testing.assert_array_equal(out, psi + acc)
+
+
 @pytest.mark.parametrize("spread", [1e-3, 3.0], ids=["mostly-accepted", "mostly-rejected"])
 def test_update_w_keeps_the_cache_consistent(spread):
     rng = np.random.default_rng(1)
