@@ -4,7 +4,7 @@ sweep, on the counts of ``bench_scale.py`` (Linux only).
 Run by hand::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src:benchmarks python benchmarks/bench_memory_steps.py \\
-        [--rows N] [--cols J] [--sweeps S] [--fit]
+        [--rows N] [--cols J] [--sweeps S] [--fit [--threads T]]
 
 Before each step the kernel's record of the peak resident set size is reset
 (``/proc/self/clear_refs``, value 5) and after it ``VmHWM`` is read, so every row is the largest
@@ -13,8 +13,9 @@ wrapped where ``model.py`` calls them (a step inside a wrapped step is not repor
 *unit* is one ``N x J`` float64 array. The model is ``IBPRFLVM(likelihood="negbinom")`` with
 its defaults, started as ``fit`` starts it, as in ``bench_scale.py``. With ``--fit`` the whole
 ``IBPRFLVM(likelihood="negbinom", n_iter=S).fit(Y)`` runs instead (one chain, in this process),
-and the process's peak RSS over the fit and each sweep's seconds are reported
-besides the steps (the peak is the largest ``VmHWM`` over the steps and between them).
+on `--threads` threads (default: the estimator's, all CPUs), and the process's peak RSS over
+the fit and each sweep's seconds are reported besides the steps (the peak is the largest
+``VmHWM`` over the steps and between them).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class Steps:
         self.seconds.clear()
 
 
-def whole_fit(Y: np.ndarray, n_sweeps: int, steps: Steps) -> None:
+def whole_fit(Y: np.ndarray, n_sweeps: int, steps: Steps, n_threads: int | None = None) -> None:
     times: list[float] = []
     real_sweep = model.sweep
 
@@ -116,7 +117,8 @@ def whole_fit(Y: np.ndarray, n_sweeps: int, steps: Steps) -> None:
 
     chain_module.sweep = timed_sweep
     t0 = time.perf_counter()
-    IBPRFLVM(likelihood="negbinom", n_iter=n_sweeps, burn_in=n_sweeps - 1, random_state=0).fit(Y)
+    kw = {"n_iter": n_sweeps, "burn_in": n_sweeps - 1, "random_state": 0, "n_threads": n_threads}
+    IBPRFLVM(likelihood="negbinom", **kw).fit(Y)
     total = time.perf_counter() - t0
     peak = max(steps.overall, peak_mib())
     print(
@@ -134,6 +136,7 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=2_000)
     parser.add_argument("--sweeps", type=int, default=1)
     parser.add_argument("--fit", action="store_true", help="run the estimator's whole fit")
+    parser.add_argument("--threads", type=int, default=None, help="n_threads of --fit (default: all CPUs)")
     args = parser.parse_args()
     unit = 8.0 * args.rows * args.cols / 2**20
     print(
@@ -155,7 +158,7 @@ def main() -> None:
     for name in ("prepare", "init_params", "update_params"):
         steps.wrap(lik, name, f"{lik.__name__}.{name}")
     if args.fit:
-        whole_fit(Y, args.sweeps, steps)
+        whole_fit(Y, args.sweeps, steps, args.threads)
         return
     rng = np.random.default_rng(0)
     with threadpool_limits(limits=1, user_api="blas"):
