@@ -53,7 +53,7 @@ def features_and_predictor(H: np.ndarray, W: np.ndarray, bias: bool, beta: np.nd
     over them (the block's features are still in cache for its product). Each row comes out as
     the whole-matrix calls would give it, whatever the thread count."""
     n = H.shape[0]
-    Phi = np.empty((n, 2 * W.shape[0] + int(bias)))
+    Phi = np.empty((n, feature_map(H[:0], W, bias).shape[1]))  # feature_map owns the layout
     psi = np.empty((n, beta.shape[1]))
     beta = np.ascontiguousarray(beta, dtype=np.float64)
 
