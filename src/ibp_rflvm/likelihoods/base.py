@@ -10,7 +10,9 @@ Gaussian) only need:
 * ``init_params`` / ``update_params`` — the weights ``beta`` and any other variables
   (dispersions, Polya-gamma variables), updated once per sweep given ``Phi``;
 * ``logpdf_entries`` and ``mean`` — the held-out density of single entries and the predicted
-  mean, for the metrics.
+  mean, for the metrics;
+* optionally ``psi_derivatives`` — each entry's first and second derivative in ``psi``, which the
+  delayed-acceptance frequency update (:mod:`..samplers.frequency_da`) screens proposals with.
 
 Unobserved entries never enter any sum: every method works from the observed mask in ``prep``.
 """
@@ -50,6 +52,8 @@ class Likelihood(ABC):
     #: True when adding a constant to a row's linear predictors changes nothing (the softmax of
     #: the multinomial): summaries built from the predictors then centre each row first.
     row_shift_invariant: bool = False
+    #: Whether :meth:`psi_derivatives` is implemented.
+    has_psi_derivatives: bool = False
 
     @abstractmethod
     def validate(self, Y: np.ndarray) -> None:
@@ -107,3 +111,11 @@ class Likelihood(ABC):
         """Predicted mean of each entry (``psi`` is ``n x J`` for rows `rows` of the data `prep`
         was made from), the quantity perplexity normalises. `prep` carries per-row constants
         such as the size factors' offsets (:mod:`.offsets`)."""
+
+    def psi_derivatives(
+        self, psi: np.ndarray, rows: np.ndarray, params: dict, prep: Prepared
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(g, h)``, both shaped like `psi` (the rows `rows`, all ``J`` columns): the first
+        derivative of each observed entry's log-likelihood in its linear predictor, and minus the
+        second; 0 at unobserved entries."""
+        raise NotImplementedError(f"the {self.name} likelihood has no psi_derivatives")

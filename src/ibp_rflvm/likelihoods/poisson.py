@@ -45,6 +45,20 @@ def _poisson_rows(psi, rows, Y0, observed, off, const, out):
         out[k] = const[i] + acc
 
 
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
+def _poisson_derivatives(psi, rows, Y0, observed, off, g, h):
+    """``g = y - e^x`` and ``h = e^x``, ``x = psi + off_i``: the first and minus the second
+    derivative of ``y x - e^x`` at each entry of the rows `rows` (0 where unobserved)."""
+    J = psi.shape[1]
+    for k in range(rows.size):
+        i = rows[k]
+        for j in range(J):
+            e = exp_poly(psi[k, j] + off[i])
+            obs = observed[i, j]
+            g[k, j] = Y0[i, j] - e if obs else 0.0
+            h[k, j] = e if obs else 0.0
+
+
 @njit(cache=True, error_model="numpy", fastmath=_FAST)
 def _poisson_cols(psi, cols, Y0, observed, off, const, out):
     """``const_j + sum_i (y x - e^x)``, ``x = psi + off_i``, over the observed entries of each
@@ -87,6 +101,15 @@ class PoissonLikelihood(Likelihood):
         ex = prep.extra
         args = (prep.Y0, prep.observed, ex["row_offset"], ex["logc_rows"])
         return _blocks.row_kernel(_poisson_rows, psi, rows, *args)
+
+    has_psi_derivatives = True
+
+    def psi_derivatives(self, psi, rows, params, prep):
+        g, h = np.empty(psi.shape), np.empty(psi.shape)
+        rows = np.asarray(rows, dtype=np.int64)
+        args = (prep.Y0, prep.observed, prep.extra["row_offset"])
+        _poisson_derivatives(np.ascontiguousarray(psi), rows, *args, g, h)
+        return g, h
 
     def _columns_loglik(self, psi: np.ndarray, cols: np.ndarray, prep: Prepared) -> np.ndarray:
         out = np.empty(cols.size)

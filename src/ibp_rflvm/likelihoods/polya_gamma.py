@@ -343,6 +343,27 @@ def _logistic_rows(psi, rows, Y0, observed, off, trials, r, use_trials, const, o
         out[k] = const[i] + acc
 
 
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
+def _logistic_derivatives(psi, rows, Y0, observed, off, trials, r, use_trials, g, h):
+    """``g = y - b s`` and ``h = b s (1 - s)``, ``s = logistic(x)``, ``x = psi + off_i``: the first
+    and minus the second derivative of ``y x - b softplus(x)`` at each entry of the rows `rows`
+    (0 where unobserved)."""
+    J = psi.shape[1]
+    for k in range(rows.size):
+        i = rows[k]
+        for j in range(J):
+            x = psi[k, j] + off[i]
+            y = Y0[i, j]
+            b = trials[i, j] if use_trials else y + r[j]
+            # t = e^-|x| in (0, 1]: s and 1 - s both come from it without cancellation.
+            t = exp_poly(-min(abs(x), _SOFTPLUS_CAP))
+            inv = 1.0 / (1.0 + t)
+            s = inv if x >= 0.0 else t * inv
+            obs = observed[i, j]
+            g[k, j] = y - b * s if obs else 0.0
+            h[k, j] = b * t * inv * inv if obs else 0.0
+
+
 def softplus(x: np.ndarray) -> np.ndarray:
     """``log(1 + exp(x)) = -log(1 - logistic(x))``, without overflow."""
     return np.logaddexp(0.0, x)
@@ -408,6 +429,10 @@ class LogisticPG(Likelihood):
 
     # interface --------------------------------------------------------------------------
     def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
+        return _blocks.row_kernel(_logistic_rows, psi, rows, *self._kernel_args(params, prep))
+
+    def _kernel_args(self, params: dict, prep: Prepared) -> tuple:
+        """The row kernels' arguments after ``psi, rows``; the last is the per-row constant."""
         trials = self._trials(prep)
         use_trials = trials is not None
         if use_trials:
@@ -418,9 +443,15 @@ class LogisticPG(Likelihood):
         off = prep.extra.get("row_offset")
         if off is None:
             off = np.zeros(prep.Y0.shape[0])
-        const = self._row_const(params, prep)
-        args = (prep.Y0, prep.observed, off, trials, r, use_trials, const)
-        return _blocks.row_kernel(_logistic_rows, psi, rows, *args)
+        return (prep.Y0, prep.observed, off, trials, r, use_trials, self._row_const(params, prep))
+
+    has_psi_derivatives = True
+
+    def psi_derivatives(self, psi, rows, params, prep):
+        g, h = np.empty(psi.shape), np.empty(psi.shape)
+        args = self._kernel_args(params, prep)[:-1]
+        _logistic_derivatives(np.ascontiguousarray(psi), np.asarray(rows, dtype=np.int64), *args, g, h)
+        return g, h
 
     def _b(self, params: dict, prep: Prepared) -> np.ndarray:
         trials = self._trials(prep)
