@@ -108,7 +108,7 @@ class ModelSpec:
             raise ValueError(f"start_density must be in (0, 1]; got {self.start_density!r}")
         if self.frequency_update == "ess" and not self.likelihood.collapsed:
             raise ValueError("frequency_update='ess' is implemented for the collapsed Gaussian only")
-        if self.frequency_update == "delayed" and not self.likelihood.has_psi_derivatives:
+        if self.frequency_update == "delayed" and not getattr(self.likelihood, "has_psi_derivatives", False):
             raise ValueError(
                 "frequency_update='delayed' needs a likelihood with psi_derivatives "
                 f"(negbinom, poisson, binomial, bernoulli); the {self.likelihood.name} likelihood has none"
