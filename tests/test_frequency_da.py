@@ -17,7 +17,7 @@ def _data(name: str, rng, n: int = 30, j: int = 7, offsets: bool = False):
     if offsets:
         hyper["size_factors"] = rng.uniform(0.5, 2.0, n)
     lik = make_likelihood(name, **hyper)
-    Y = rng.binomial(5, 0.4, (n, j)).astype(float) if name != "bernoulli" else (rng.random((n, j)) < 0.4) * 1.0
+    Y = rng.binomial(1 if name == "bernoulli" else 5, 0.4, (n, j)).astype(float)
     Y[rng.random((n, j)) < 0.15] = np.nan
     return lik, model.Data.from_array(Y, lik)
 
