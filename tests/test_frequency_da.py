@@ -179,3 +179,16 @@ def test_delayed_update_needs_a_likelihood_with_derivatives():
         model.ModelSpec(frequency_update="delayed", likelihood=make_likelihood("multinomial"))
     with pytest.raises(ValueError, match="psi_derivatives"):
         model.ModelSpec(frequency_update="delayed")  # the collapsed Gaussian
+
+
+def test_estimator_passes_frequency_update_through():
+    from ibp_rflvm import IBPRFLVM
+
+    Y = np.random.default_rng(0).poisson(2.0, (25, 6)).astype(float)
+    est = IBPRFLVM(likelihood="negbinom", frequency_update="delayed", n_iter=3, init_dims=2, random_state=0)
+    assert est._spec().frequency_update == "delayed"
+    assert np.isfinite(est.fit(Y).score(Y))
+    with pytest.raises(ValueError, match="frequency_update must be one of"):
+        IBPRFLVM(likelihood="negbinom", frequency_update="fast", n_iter=3).fit(Y)
+    with pytest.raises(ValueError, match="psi_derivatives"):
+        IBPRFLVM(likelihood="multinomial", frequency_update="delayed", n_iter=3).fit(Y)
