@@ -4,7 +4,6 @@ Run by hand::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_scale.py [--rows N] [--cols J]
         [--sweeps S] [--threads T] [--likelihood gaussian] [--profile] [--chains C [--only-chains]]
-        [--frequency-update delayed]
 
 The data are negative binomial counts simulated from a sparse RFLVM (3 latent dimensions,
 intercept tuned to about 90% zeros). The model is the estimator's default: ``IBPRFLVM(
@@ -19,9 +18,7 @@ through the estimator and reports each worker's peak RSS. `--threads T` runs eac
 blocked work on T threads (``n_threads``; default 1; :mod:`ibp_rflvm.blocks`): the chain is the
 same whatever T, so wall seconds per sweep with 1 and 2 threads compare like for like. Speedups
 mean something only on an otherwise idle machine: the load average is printed at both ends.
-`--frequency-update delayed` times the delayed-acceptance frequency update
-(:mod:`ibp_rflvm.samplers.frequency_da`) in place of the paper's. `--likelihood gaussian`
-times the collapsed Gaussian instead (issue 30's 10,000 x 50 figure), on
+`--likelihood gaussian` times the collapsed Gaussian instead (issue 30's 10,000 x 50 figure), on
 standardised data from a 3-dimensional latent through random sines with noise sd 0.3
 (:func:`simulate_gaussian`); its sweep is not threaded yet, so `--threads` changes nothing there.
 """
@@ -75,9 +72,8 @@ def one_chain(
     seed: int = 0,
     n_threads: int = 1,
     likelihood: str = "negbinom",
-    frequency_update: str = "mh",
 ) -> None:
-    est = IBPRFLVM(likelihood=likelihood, random_state=seed, frequency_update=frequency_update)
+    est = IBPRFLVM(likelihood=likelihood, random_state=seed)
     spec = est._spec()  # the estimator's defaults, so the benchmark times what fit runs
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
@@ -138,10 +134,6 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads per chain (n_threads)")
     parser.add_argument("--likelihood", choices=("negbinom", "gaussian"), default="negbinom")
     parser.add_argument("--profile", action="store_true", help="profile one more sweep")
-    parser.add_argument(
-        "--frequency-update", choices=("mh", "delayed"), default="mh",
-        help="the estimator's frequency_update (delayed: NB only here)",
-    )
     parser.add_argument("--chains", type=int, default=0, help="also run this many chains in parallel")
     parser.add_argument("--only-chains", action="store_true", help="skip the single-chain timing")
     args = parser.parse_args()
@@ -158,10 +150,7 @@ def main() -> None:
         zeros = np.mean(Y == 0)
         print(f"data: {args.rows} x {args.cols} simulated NB counts, {zeros:.1%} zeros, max {Y.max():.0f}")
     if not args.only_chains:
-        one_chain(
-            Y, args.sweeps, args.profile, n_threads=args.threads, likelihood=args.likelihood,
-            frequency_update=args.frequency_update,
-        )
+        one_chain(Y, args.sweeps, args.profile, n_threads=args.threads, likelihood=args.likelihood)
     if args.chains:
         chains(Y, args.sweeps, args.chains, n_threads=args.threads)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")

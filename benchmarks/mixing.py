@@ -33,9 +33,10 @@ SHARES = (0.02, 0.05, 0.1)
 
 
 class _Estimator(IBPRFLVM):
-    """IBPRFLVM with the sampler options below (ModelSpec options, set on the instance after
-    construction); `frequency_update` is the estimator's own parameter."""
+    """IBPRFLVM with the frequency update chosen by `--frequency-update` (a ModelSpec option,
+    set on the instance after construction)."""
 
+    frequency_update = "mh"
     start_density = 1.0
     transfer_min_cos = 0.3
     flip_scale = 0.2
@@ -127,7 +128,7 @@ def main(argv=None) -> dict:
     p.add_argument("--alpha-prior", type=float, nargs=2, default=None)
     p.add_argument("--mask-seed", type=int, default=0)
     p.add_argument("--replicas", type=int, default=1, help="levels of replica exchange (Gaussian only)")
-    p.add_argument("--frequency-update", default="mh", choices=["mh", "ess", "delayed"])
+    p.add_argument("--frequency-update", default="mh", choices=["mh", "ess"])
     p.add_argument("--replica-top", type=float, default=5.0, help="the hottest level's multiple of b0")
     p.add_argument("--start-density", type=float, default=1.0, help="fraction of Z on at the start")
     p.add_argument(

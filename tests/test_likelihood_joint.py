@@ -81,8 +81,7 @@ CASES = {
 
 
 def _successive_conditional(
-    name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None, max_dims=None, beta_prior=None,
-    frequency_update="mh",
+    name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None, max_dims=None, beta_prior=None
 ):
     hyper, draw = CASES[name]
     name = name.split("+")[0]
@@ -90,7 +89,7 @@ def _successive_conditional(
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
-        whole_move=whole_move, max_dims=max_dims, frequency_update=frequency_update,
+        whole_move=whole_move, max_dims=max_dims,
         **({} if beta_prior is None else {"ibp_beta": None, "ibp_beta_prior": beta_prior}),
     )
     rng = np.random.default_rng(seed)
@@ -101,7 +100,7 @@ def _successive_conditional(
     state = model.init_state(rng, data, spec)
     free = J - 1 if name == "multinomial" else J
     keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips")
-    keys += ("transfers", "absorbs", "whole", "ibp_beta", "log_ibp_beta", "w_accepted")
+    keys += ("transfers", "absorbs", "whole", "ibp_beta", "log_ibp_beta")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         psi = state.phi(spec.bias) @ state.params["beta"] + offset
@@ -114,7 +113,6 @@ def _successive_conditional(
             out["flips"].append(info["flips"])
             out["transfers"].append(info["transfers"])
             out["absorbs"].append(info["absorbs"])
-        out["w_accepted"].append(info["w_accepted"])
         beta = state.params["beta"][:, :free] / SCALE
         out["alpha"].append(state.alpha)
         out["ibp_beta"].append(state.ibp_beta)
@@ -205,21 +203,9 @@ def test_count_sweep_gets_it_right_with_beta_learned(name):
     _run_and_check(name, True, 4000, beta_prior=(2.0, 2.0))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["negbinom", "poisson+offset"])
-def test_count_sweep_gets_it_right_with_delayed_frequency_update(name):
-    """The delayed-acceptance frequency update (:mod:`ibp_rflvm.samplers.frequency_da`) in the
-    whole default sweep; ``w_in`` is the test function on the frequencies."""
-    draws = _run_and_check(name, True, 4000, frequency_update="delayed")
-    assert draws["w_accepted"].sum() > 1000  # 3 frequencies a sweep: the update did move them
-
-
-def _run_and_check(
-    name, ibp_on, n_sweeps, whole_move=None, max_dims=None, beta_prior=None, frequency_update="mh"
-):
+def _run_and_check(name, ibp_on, n_sweeps, whole_move=None, max_dims=None, beta_prior=None):
     draws = _successive_conditional(
-        name, ibp_on, n_sweeps, whole_move=whole_move, max_dims=max_dims, beta_prior=beta_prior,
-        frequency_update=frequency_update,
+        name, ibp_on, n_sweeps, whole_move=whole_move, max_dims=max_dims, beta_prior=beta_prior
     )
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
@@ -231,4 +217,3 @@ def _run_and_check(
     expected = _expected(name.split("+")[0], ibp_on, max_dims, beta_prior)
     report = _check({k: draws[k] for k in expected}, expected)
     print(name, "ibp" if ibp_on else "dense", "; ".join(report))
-    return draws

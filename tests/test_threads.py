@@ -4,7 +4,6 @@ The data are small, so the blocks are made small too (`Blocks(rows=..., columns=
 blocked step then spans several blocks, which the threads share out in whatever order they run.
 """
 
-import dataclasses
 import threading
 
 import numpy as np
@@ -66,15 +65,6 @@ def test_chain_is_the_same_with_1_2_and_3_threads(likelihood):
     assert np.isfinite(one.record.loglik).all()
     for n in (2, 3) if likelihood == "negbinom" else (2,):
         _assert_same(one, _chain(data, spec, n))
-
-
-def test_delayed_frequency_update_is_the_same_with_1_and_2_threads():
-    """The screen's products and the reverse expansion run by row blocks too."""
-    data, spec = _counts("negbinom")
-    spec = dataclasses.replace(spec, frequency_update="delayed")
-    one = _chain(data, spec, 1)
-    assert np.isfinite(one.record.loglik).all()
-    _assert_same(one, _chain(data, spec, 2))
 
 
 def test_block_sizes_do_change_the_chain():

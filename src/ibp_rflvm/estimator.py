@@ -108,7 +108,6 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             max_dims=self._max_dims(),
             ibp_beta=ibp_beta,
             ibp_beta_prior=ibp_beta_prior,
-            frequency_update=self.frequency_update,
         )
 
     def _chain_starts(self, spec: ModelSpec, n_chains: int) -> list[int]:
@@ -463,11 +462,6 @@ class IBPRFLVM(_RFLVMBase):
         kept sample weighs the same. One chain always has ``chain_weights_ == [1.0]``.
     stacking_max_entries : at most this many observed entries are scored for stacking (a fixed
         random subset above it; the objective is a sum over entries, so a subset estimates it).
-    frequency_update : ``"mh"`` (default: the paper's Metropolis-Hastings of each frequency with
-        its mixture component as the proposal) or ``"delayed"`` (the same proposals, each first
-        screened by a second-order expansion of the log-likelihood and scored exactly only when
-        the screen passes: delayed acceptance, the same posterior at a fraction of the cost;
-        negative binomial, Poisson, binomial and Bernoulli only; docs/sampler.md section 11).
     """
 
     _ibp = True
@@ -499,7 +493,6 @@ class IBPRFLVM(_RFLVMBase):
         ibp_beta: float | None = 1.0,
         ibp_beta_prior: tuple[float, float] = (1.0, 1.0),
         n_threads: int | None = None,
-        frequency_update: str = "mh",
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -526,7 +519,6 @@ class IBPRFLVM(_RFLVMBase):
         self.combine = combine
         self.stacking_max_entries = stacking_max_entries
         self.n_threads = n_threads
-        self.frequency_update = frequency_update
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -576,7 +568,6 @@ class RFLVM(_RFLVMBase):
         combine: str = "stack",
         stacking_max_entries: int = MAX_ENTRIES,
         n_threads: int | None = None,
-        frequency_update: str = "mh",
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -599,7 +590,6 @@ class RFLVM(_RFLVMBase):
         self.combine = combine
         self.stacking_max_entries = stacking_max_entries
         self.n_threads = n_threads
-        self.frequency_update = frequency_update
 
     def _n_dims(self) -> int:
         return self.n_components

@@ -20,13 +20,10 @@ from .features import feature_map
 from .likelihoods import gaussian
 from .likelihoods.base import Prepared
 from .samplers import absorb, dimension_moves, dp_mixture, factorised, ibp, transfer, whole_dimension
-from .samplers.frequency_da import update_w_delayed
 from .samplers.ibp_beta import update_beta
 
 #: Frequency updates of the collapsed Gaussian's sweep, by `ModelSpec.frequency_update`.
 FREQUENCY_UPDATES = {"mh": gaussian.mh_frequencies, "ess": gaussian.ess_frequencies}
-#: ... and of the factorised likelihoods' sweep.
-FACTORISED_FREQUENCY_UPDATES = {"mh": factorised.update_w, "delayed": update_w_delayed}
 
 
 @dataclass(frozen=True)
@@ -42,11 +39,9 @@ class ModelSpec:
     scales the PCA start so that ``H W^T`` has variance about 2 whatever the number of
     dimensions. Both are the library's default; the paper's sweep and start are
     ``moves=False, scaled_start=False``. `frequency_update` is ``"mh"`` (the paper's
-    prior-proposal Metropolis-Hastings, used by both), ``"ess"`` (elliptical slice sampling of
+    prior-proposal Metropolis-Hastings, used by both) or ``"ess"`` (elliptical slice sampling of
     each frequency under its mixture component, collapsed Gaussian only; measured, not adopted:
-    docs/sampler.md section 4) or ``"delayed"`` (the same proposals screened by a second-order
-    expansion of the log-likelihood, :mod:`.samplers.frequency_da`; likelihoods with
-    ``psi_derivatives`` only). `start_density` below 1 starts each entry of ``Z`` on with that
+    docs/sampler.md section 4). `start_density` below 1 starts each entry of ``Z`` on with that
     probability instead of all on (the sparse start of docs/sampler.md section 3; measured, not
     adopted). `max_dims` caps ``K+``: the joint prior of ``(alpha, Z)`` conditioned on
     ``K+ <= max_dims`` (:mod:`.samplers.ibp`; None: the plain IBP). `transfer_min_cos` adds
@@ -99,20 +94,16 @@ class ModelSpec:
                 raise ValueError(f"the start's {self.n_dims} dimensions exceed max_dims={self.max_dims}")
             if self.whole_move is not None:
                 raise ValueError("whole_move does not support max_dims")
-        names = sorted(set(FREQUENCY_UPDATES) | set(FACTORISED_FREQUENCY_UPDATES))
-        if self.frequency_update not in names:
-            raise ValueError(f"frequency_update must be one of {names}; got {self.frequency_update!r}")
+        if self.frequency_update not in FREQUENCY_UPDATES:
+            raise ValueError(
+                f"frequency_update must be one of {sorted(FREQUENCY_UPDATES)}; got {self.frequency_update!r}"
+            )
         if self.pairs_per_dim is not None and not self.pairs_per_dim > 0.0:
             raise ValueError(f"pairs_per_dim must be positive or None; got {self.pairs_per_dim!r}")
         if not 0.0 < self.start_density <= 1.0:
             raise ValueError(f"start_density must be in (0, 1]; got {self.start_density!r}")
         if self.frequency_update == "ess" and not self.likelihood.collapsed:
             raise ValueError("frequency_update='ess' is implemented for the collapsed Gaussian only")
-        if self.frequency_update == "delayed" and not getattr(self.likelihood, "has_psi_derivatives", False):
-            raise ValueError(
-                "frequency_update='delayed' needs a likelihood with psi_derivatives "
-                f"(negbinom, poisson, binomial, bernoulli); the {self.likelihood.name} likelihood has none"
-            )
 
     @property
     def stick_breaking(self) -> bool:
@@ -511,8 +502,7 @@ def _sweep(
         if fs is None:
             fs = factorised.FactorisedState(w.X, w.Z, w.W, spec.bias, params["beta"], lik, params, data.prep)
         w.X, info["x_evals"] = factorised.update_x(rng, w.X, w.Z, w.W, fs)
-        update = FACTORISED_FREQUENCY_UPDATES[spec.frequency_update]
-        info["w_accepted"] = update(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, fs)
+        info["w_accepted"] = factorised.update_w(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, fs)
 
     w.zeta, w.mu, w.Sigma, w.eta = dp_mixture.dp_step(
         rng, w.W, w.zeta, w.eta, spec.lam0, *spec.eta_prior

@@ -11,8 +11,9 @@ Gaussian) only need:
   (dispersions, Polya-gamma variables), updated once per sweep given ``Phi``;
 * ``logpdf_entries`` and ``mean`` — the held-out density of single entries and the predicted
   mean, for the metrics;
-* optionally ``psi_derivatives`` — each entry's first and second derivative in ``psi``, which the
-  delayed-acceptance frequency update (:mod:`..samplers.frequency_da`) screens proposals with.
+* optionally ``psi_derivatives`` — each entry's first and second derivative in ``psi`` and a
+  bound on its third, from which the frequency update bounds a proposal's log-likelihood change
+  (:mod:`..samplers.frequency_bound`) and rejects most proposals without scoring them.
 
 Unobserved entries never enter any sum: every method works from the observed mask in ``prep``.
 """
@@ -114,8 +115,10 @@ class Likelihood(ABC):
 
     def psi_derivatives(
         self, psi: np.ndarray, rows: np.ndarray, params: dict, prep: Prepared
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(g, h)``, both shaped like `psi` (the rows `rows`, all ``J`` columns): the first
-        derivative of each observed entry's log-likelihood in its linear predictor, and minus the
-        second; 0 at unobserved entries."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(g, h, t)``, each shaped like `psi` (the rows `rows`, all ``J`` columns): the first
+        derivative of each observed entry's log-likelihood ``f`` in its linear predictor, minus
+        the second, and a factor such that the Taylor remainder ``f3(xi) d^3 / 6`` is at most
+        ``t |d|^3`` for every step ``d`` (``f3`` the third derivative, ``xi`` between ``psi`` and
+        ``psi + d``); all 0 at unobserved entries."""
         raise NotImplementedError(f"the {self.name} likelihood has no psi_derivatives")

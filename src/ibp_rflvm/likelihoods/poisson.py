@@ -46,9 +46,11 @@ def _poisson_rows(psi, rows, Y0, observed, off, const, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
-def _poisson_derivatives(psi, rows, Y0, observed, off, g, h):
-    """``g = y - e^x`` and ``h = e^x``, ``x = psi + off_i``: the first and minus the second
-    derivative of ``y x - e^x`` at each entry of the rows `rows` (0 where unobserved)."""
+def _poisson_derivatives(psi, rows, Y0, observed, off, g, h, t):
+    """``g = y - e^x``, ``h = e^x`` and ``t = e^x / 6`` (``x = psi + off_i``): the first and
+    minus the second derivative of ``y x - e^x`` at each entry of the rows `rows`, and the
+    factor that bounds its Taylor remainder by ``t |d|^3`` (:mod:`..samplers.frequency_bound`);
+    0 where unobserved."""
     J = psi.shape[1]
     for k in range(rows.size):
         i = rows[k]
@@ -57,6 +59,7 @@ def _poisson_derivatives(psi, rows, Y0, observed, off, g, h):
             obs = observed[i, j]
             g[k, j] = Y0[i, j] - e if obs else 0.0
             h[k, j] = e if obs else 0.0
+            t[k, j] = e / 6.0 if obs else 0.0
 
 
 @njit(cache=True, error_model="numpy", fastmath=_FAST)
@@ -105,11 +108,11 @@ class PoissonLikelihood(Likelihood):
     has_psi_derivatives = True
 
     def psi_derivatives(self, psi, rows, params, prep):
-        g, h = np.empty(psi.shape), np.empty(psi.shape)
+        g, h, t = np.empty(psi.shape), np.empty(psi.shape), np.empty(psi.shape)
         rows = np.asarray(rows, dtype=np.int64)
         args = (prep.Y0, prep.observed, prep.extra["row_offset"])
-        _poisson_derivatives(np.ascontiguousarray(psi), rows, *args, g, h)
-        return g, h
+        _poisson_derivatives(np.ascontiguousarray(psi), rows, *args, g, h, t)
+        return g, h, t
 
     def _columns_loglik(self, psi: np.ndarray, cols: np.ndarray, prep: Prepared) -> np.ndarray:
         out = np.empty(cols.size)

@@ -238,6 +238,8 @@ _ROUND_BITS = int(np.float64(_ROUND).view(np.int64))
 # Beyond this, log(1 + e^-a) < 1e-304; capping keeps 2^-n normal (subnormals are very slow).
 _SOFTPLUS_CAP = 700.0
 _EXP_MIN, _EXP_MAX = -708.0, 709.0
+#: ``1 / (36 sqrt 3)``: the third derivative of softplus is at most ``1 / (6 sqrt 3)`` in size; over 3! = 6.
+_THIRD_LOGISTIC = 1.0 / (36.0 * math.sqrt(3.0))
 _FAST = {"contract"}  # fused multiply-add only: no reassociation, results stay reproducible
 
 
@@ -344,10 +346,11 @@ def _logistic_rows(psi, rows, Y0, observed, off, trials, r, use_trials, const, o
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=_FAST)
-def _logistic_derivatives(psi, rows, Y0, observed, off, trials, r, use_trials, g, h):
-    """``g = y - b s`` and ``h = b s (1 - s)``, ``s = logistic(x)``, ``x = psi + off_i``: the first
-    and minus the second derivative of ``y x - b softplus(x)`` at each entry of the rows `rows`
-    (0 where unobserved)."""
+def _logistic_derivatives(psi, rows, Y0, observed, off, trials, r, use_trials, g, h, t):
+    """``g = y - b s``, ``h = b s (1 - s)`` (``s = logistic(x)``, ``x = psi + off_i``) and
+    ``t = b / (36 sqrt 3)``: the first and minus the second derivative of ``y x - b softplus(x)``
+    at each entry of the rows `rows`, and a bound on the size of its third derivative over 6
+    (which is at most ``b / (6 sqrt 3)``; :mod:`..samplers.frequency_bound`); 0 where unobserved."""
     J = psi.shape[1]
     for k in range(rows.size):
         i = rows[k]
@@ -355,13 +358,14 @@ def _logistic_derivatives(psi, rows, Y0, observed, off, trials, r, use_trials, g
             x = psi[k, j] + off[i]
             y = Y0[i, j]
             b = trials[i, j] if use_trials else y + r[j]
-            # t = e^-|x| in (0, 1]: s and 1 - s both come from it without cancellation.
-            t = exp_poly(-min(abs(x), _SOFTPLUS_CAP))
-            inv = 1.0 / (1.0 + t)
-            s = inv if x >= 0.0 else t * inv
+            # u = e^-|x| in (0, 1]: s and 1 - s both come from it without cancellation.
+            u = exp_poly(-min(abs(x), _SOFTPLUS_CAP))
+            inv = 1.0 / (1.0 + u)
+            s = inv if x >= 0.0 else u * inv
             obs = observed[i, j]
             g[k, j] = y - b * s if obs else 0.0
-            h[k, j] = b * t * inv * inv if obs else 0.0
+            h[k, j] = b * u * inv * inv if obs else 0.0
+            t[k, j] = b * _THIRD_LOGISTIC if obs else 0.0
 
 
 def softplus(x: np.ndarray) -> np.ndarray:
@@ -448,10 +452,10 @@ class LogisticPG(Likelihood):
     has_psi_derivatives = True
 
     def psi_derivatives(self, psi, rows, params, prep):
-        g, h = np.empty(psi.shape), np.empty(psi.shape)
+        g, h, t = np.empty(psi.shape), np.empty(psi.shape), np.empty(psi.shape)
         args = self._kernel_args(params, prep)[:-1]
-        _logistic_derivatives(np.ascontiguousarray(psi), np.asarray(rows, dtype=np.int64), *args, g, h)
-        return g, h
+        _logistic_derivatives(np.ascontiguousarray(psi), np.asarray(rows, dtype=np.int64), *args, g, h, t)
+        return g, h, t
 
     def _b(self, params: dict, prep: Prepared) -> np.ndarray:
         trials = self._trials(prep)

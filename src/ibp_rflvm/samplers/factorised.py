@@ -25,6 +25,7 @@ from ..features import feature_map, frequency_columns
 from ..likelihoods.base import Likelihood, Prepared
 from . import ibp
 from .ess import elliptical_slice
+from .frequency_bound import FrequencyBound
 
 
 class FactorisedState:
@@ -99,14 +100,23 @@ def update_x(rng: np.random.Generator, X, Z, W, fs: FactorisedState) -> tuple[np
     return X_new, n_evals
 
 
-def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedState) -> int:
-    """Metropolis-Hastings of each frequency with its mixture component as the proposal."""
+def update_w(
+    rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedState, bounded: bool = True
+) -> int:
+    """Metropolis-Hastings of each frequency with its mixture component as the proposal.
+
+    With `bounded` (and a likelihood with ``psi_derivatives``) a proposal whose upper bound on
+    the log-likelihood change is already below ``log u`` is rejected without the exact pass
+    over all entries (:mod:`.frequency_bound`): the same decisions from the same numbers, so the
+    same chain, bit for bit, as ``bounded=False``.
+    """
     M, K = W.shape
     if K == 0:
         return 0
     chols = np.linalg.cholesky(Sigma)
     accepted = 0
     ll_total = float(np.sum(fs.ll, dtype=np.float64))
+    bound = FrequencyBound(fs, M) if bounded and fs.lik.has_psi_derivatives else None
     # Proposals are mostly rejected: one N x J buffer takes every proposed psi and trades places
     # with the current one only on acceptance, so no proposal allocates N x J memory.
     spare = np.empty_like(fs.psi)
@@ -116,7 +126,10 @@ def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedStat
         log_u = math.log(rng.random())
         cols = [m, m + M]
         new_cols = frequency_columns(H, w_prop, M)
-        _low_rank_rows(fs.psi, new_cols - fs.Phi[:, cols], fs.beta[cols], spare)  # [cols]: a C copy
+        D = new_cols - fs.Phi[:, cols]  # [cols]: a C copy
+        if bound is not None and bound.rejects(m, D, log_u):
+            continue
+        _low_rank_rows(fs.psi, D, fs.beta[cols], spare)
         ll_prop = fs.lik.loglik_rows(spare, fs.all_rows, fs.params, fs.prep)
         total = float(np.sum(ll_prop, dtype=np.float64))
         if log_u < total - ll_total:
@@ -126,6 +139,8 @@ def update_w(rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedStat
             fs.ll = ll_prop
             ll_total = total
             accepted += 1
+            if bound is not None and m + 1 < M:
+                bound = FrequencyBound(fs, M, first=m + 1)  # psi moved: expand again
     return accepted
 
 
