@@ -88,9 +88,8 @@ def main() -> None:
                 prop = state.mu[k] + chols[k] @ r.standard_normal(K)
                 prop = state.W[m] + shrink * (prop - state.W[m])
                 D = frequency_columns(H, prop, M) - fs0.Phi[:, [m, m + M]]
-                B, _margin = bound.bound(m, D)
-                a, c = D[:, 0], D[:, 1]
-                cubic = 4.0 * (np.abs(a) ** 3 @ bound.T[:, m] + np.abs(c) ** 3 @ bound.T[:, M + m])
+                first, second, cubic = bound.terms(m, D)
+                B = first - 0.5 * second + cubic
                 factorised._low_rank_rows(fs0.psi, D, fs0.beta[[m, m + M]], spare)
                 exact = float(np.sum(lik.loglik_rows(spare, fs0.all_rows, fs0.params, fs0.prep))) - ll0
                 print(f"{m:2d}, {shrink:5.3f}: {B:12.3f} {B - cubic:12.3f} {exact:12.3f}")

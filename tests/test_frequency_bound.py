@@ -13,6 +13,7 @@ from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.samplers import factorised
 from ibp_rflvm.samplers.frequency_bound import FrequencyBound
 
+_ORIGINAL_UPDATE_W = factorised.update_w  # before any test patches it
 CASES = [
     ("negbinom", False), ("negbinom", True), ("binomial", False), ("bernoulli", False), ("poisson", True)
 ]
@@ -169,9 +170,6 @@ def test_whole_chain_is_the_same_without_the_bound(name, monkeypatch):
     assert a.record.loglik == b.record.loglik
     for key, value in a.state.params.items():
         np.testing.assert_array_equal(value, b.state.params[key], err_msg=key)
-
-
-_ORIGINAL_UPDATE_W = factorised.update_w
 
 
 def test_likelihoods_without_derivatives_use_the_exact_pass():

@@ -84,6 +84,7 @@ class PoissonLikelihood(Likelihood):
     name = "poisson"
     default_bias = True
     kind = "counts"
+    has_psi_derivatives = True
 
     def __init__(self, prior_scale: float = 1.0, size_factors=None):
         self.prior_scale = _positive(prior_scale, "prior_scale")
@@ -104,8 +105,6 @@ class PoissonLikelihood(Likelihood):
         ex = prep.extra
         args = (prep.Y0, prep.observed, ex["row_offset"], ex["logc_rows"])
         return _blocks.row_kernel(_poisson_rows, psi, rows, *args)
-
-    has_psi_derivatives = True
 
     def psi_derivatives(self, psi, rows, params, prep):
         g, h, t = np.empty(psi.shape), np.empty(psi.shape), np.empty(psi.shape)

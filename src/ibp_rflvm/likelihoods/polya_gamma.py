@@ -297,9 +297,24 @@ def exp_poly(x):
 
 
 @njit(cache=True, inline="always", error_model="numpy", fastmath=_FAST)
+def _exp_neg_abs(x):
+    """``e^-|x|`` in ``(0, 1]``, from which softplus and the logistic are computed without
+    cancellation on either side of 0."""
+    return exp_poly(-min(abs(x), _SOFTPLUS_CAP))
+
+
+@njit(cache=True, inline="always", error_model="numpy", fastmath=_FAST)
+def _entry(psi, Y0, off, trials, r, use_trials, k, i, j):
+    """``(x, y, b)`` of entry ``(i, j)``, held in row ``k`` of `psi`: the linear predictor with
+    the row's offset, the count, and the shape (``trials_ij``, or ``y + r_j`` for the NB)."""
+    y = Y0[i, j]
+    return psi[k, j] + off[i], y, (trials[i, j] if use_trials else y + r[j])
+
+
+@njit(cache=True, inline="always", error_model="numpy", fastmath=_FAST)
 def _softplus(x):
     """``log(1 + e^x)`` as ``max(x, 0) + log1p(e^-|x|)`` with polynomial exp and log1p."""
-    t = exp_poly(-min(abs(x), _SOFTPLUS_CAP))
+    t = _exp_neg_abs(x)
     # log(1 + t) = 2 atanh(z), z = t / (2 + t); for 1 + t > sqrt 2 use log((1 + t) / 2) + ln 2,
     # so |z| <= 0.172 and the odd series to z^23 is exact to double precision.
     big = t > _SQRT2_M1
@@ -333,9 +348,7 @@ def _logistic_rows(psi, rows, Y0, observed, off, trials, r, use_trials, const, o
     for k in range(rows.size):
         i = rows[k]
         for j in range(J):
-            x = psi[k, j] + off[i]
-            y = Y0[i, j]
-            b = trials[i, j] if use_trials else y + r[j]
+            x, y, b = _entry(psi, Y0, off, trials, r, use_trials, k, i, j)
             term = y * x - b * _softplus(x)
             # A select, not a branch: whatever Y0 holds at unobserved entries is never added.
             buf[j] = term if observed[i, j] else 0.0
@@ -355,11 +368,8 @@ def _logistic_derivatives(psi, rows, Y0, observed, off, trials, r, use_trials, g
     for k in range(rows.size):
         i = rows[k]
         for j in range(J):
-            x = psi[k, j] + off[i]
-            y = Y0[i, j]
-            b = trials[i, j] if use_trials else y + r[j]
-            # u = e^-|x| in (0, 1]: s and 1 - s both come from it without cancellation.
-            u = exp_poly(-min(abs(x), _SOFTPLUS_CAP))
+            x, y, b = _entry(psi, Y0, off, trials, r, use_trials, k, i, j)
+            u = _exp_neg_abs(x)
             inv = 1.0 / (1.0 + u)
             s = inv if x >= 0.0 else u * inv
             obs = observed[i, j]
@@ -416,6 +426,7 @@ class LogisticPG(Likelihood):
 
     default_bias = True
     kind = "counts"
+    has_psi_derivatives = True
 
     def __init__(self, prior_scale: float = 1.0):
         self.prior_scale = _positive(prior_scale, "prior_scale")
@@ -448,8 +459,6 @@ class LogisticPG(Likelihood):
         if off is None:
             off = np.zeros(prep.Y0.shape[0])
         return (prep.Y0, prep.observed, off, trials, r, use_trials, self._row_const(params, prep))
-
-    has_psi_derivatives = True
 
     def psi_derivatives(self, psi, rows, params, prep):
         g, h, t = np.empty(psi.shape), np.empty(psi.shape), np.empty(psi.shape)

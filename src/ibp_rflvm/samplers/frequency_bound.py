@@ -51,13 +51,14 @@ class FrequencyBound:
     of `fs` (a :class:`~.factorised.FactorisedState`), and the bound they give."""
 
     def __init__(self, fs, M: int, first: int = 0):
-        self.fs, self.M, self.first = fs, M, first
+        self.first = first
         self.scale = float(np.sum(np.abs(fs.ll), dtype=np.float64))
         ms = np.arange(first, M)
         bc, bs = fs.beta[ms], fs.beta[ms + M]
-        B = np.ascontiguousarray(np.concatenate([bc, bs]).T)
+        pair = np.concatenate([bc, bs]).T  # J x 2n: the cos rows, then the sin rows
+        B = np.ascontiguousarray(pair)
         C = np.ascontiguousarray(np.stack([bc * bc, bc * bs, bs * bs], axis=1).reshape(3 * ms.size, -1).T)
-        A = np.ascontiguousarray(np.abs(np.concatenate([bc, bs]).T) ** 3)
+        A = np.ascontiguousarray(np.abs(pair) ** 3)
         n = fs.psi.shape[0]
         self.U, self.V = np.empty((n, 2 * ms.size)), np.empty((n, 3 * ms.size))
         self.T = np.empty((n, 2 * ms.size))
@@ -71,17 +72,22 @@ class FrequencyBound:
         blocks = _blocks.current()
         blocks.run(part, blocks.row_slices(n))
 
-    def bound(self, m: int, D: np.ndarray) -> tuple[float, float]:
-        """``(B, margin)`` for frequency `m` changing its columns by ``D = [a, c]`` (N x 2)."""
+    def terms(self, m: int, D: np.ndarray) -> tuple[float, float, float]:
+        """The bound's three parts for frequency `m` changing its columns by ``D = [a, c]``
+        (N x 2): ``a.U_m + c.U_{m+M}``, ``a^2.V_m0 + 2 a c.V_m1 + c^2.V_m2`` and the cubic term."""
         k, n = m - self.first, self.U.shape[1] // 2
         a, c = D[:, 0], D[:, 1]
-        first = a @ self.U[:, k] + c @ self.U[:, n + k]
+        first = float(a @ self.U[:, k] + c @ self.U[:, n + k])
         v = self.V[:, 3 * k : 3 * k + 3]
-        second = (a * a) @ v[:, 0] + 2.0 * ((a * c) @ v[:, 1]) + (c * c) @ v[:, 2]
-        third = 4.0 * (np.abs(a) ** 3 @ self.T[:, k] + np.abs(c) ** 3 @ self.T[:, n + k])
-        B = float(first - 0.5 * second + third)
+        second = float((a * a) @ v[:, 0] + 2.0 * ((a * c) @ v[:, 1]) + (c * c) @ v[:, 2])
+        third = float(4.0 * (np.abs(a) ** 3 @ self.T[:, k] + np.abs(c) ** 3 @ self.T[:, n + k]))
+        return first, second, third
+
+    def bound(self, m: int, D: np.ndarray) -> tuple[float, float]:
+        """``(B, margin)`` for frequency `m` changing its columns by ``D = [a, c]`` (N x 2)."""
+        first, second, third = self.terms(m, D)
         margin = MARGIN * (self.scale + abs(first) + abs(second) + third) + 1e-9
-        return B, margin
+        return first - 0.5 * second + third, margin
 
     def rejects(self, m: int, D: np.ndarray, log_u: float) -> bool:
         """Whether ``log u`` is at or above the bound of this proposal, by more than the margin
