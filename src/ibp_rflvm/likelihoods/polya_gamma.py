@@ -444,10 +444,11 @@ class LogisticPG(Likelihood):
 
     # interface --------------------------------------------------------------------------
     def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
-        return _blocks.row_kernel(_logistic_rows, psi, rows, *self._kernel_args(params, prep))
+        args = (*self._entry_args(params, prep), self._row_const(params, prep))
+        return _blocks.row_kernel(_logistic_rows, psi, rows, *args)
 
-    def _kernel_args(self, params: dict, prep: Prepared) -> tuple:
-        """The row kernels' arguments after ``psi, rows``; the last is the per-row constant."""
+    def _entry_args(self, params: dict, prep: Prepared) -> tuple:
+        """What the row kernels need, after ``psi, rows``, to make each entry's ``(x, y, b)``."""
         trials = self._trials(prep)
         use_trials = trials is not None
         if use_trials:
@@ -458,11 +459,11 @@ class LogisticPG(Likelihood):
         off = prep.extra.get("row_offset")
         if off is None:
             off = np.zeros(prep.Y0.shape[0])
-        return (prep.Y0, prep.observed, off, trials, r, use_trials, self._row_const(params, prep))
+        return (prep.Y0, prep.observed, off, trials, r, use_trials)
 
     def psi_derivatives(self, psi, rows, params, prep):
         g, h, t = np.empty(psi.shape), np.empty(psi.shape), np.empty(psi.shape)
-        args = self._kernel_args(params, prep)[:-1]
+        args = self._entry_args(params, prep)
         _logistic_derivatives(np.ascontiguousarray(psi), np.asarray(rows, dtype=np.int64), *args, g, h, t)
         return g, h, t
 
