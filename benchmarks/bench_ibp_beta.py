@@ -37,7 +37,7 @@ def main(argv=None) -> None:
     half = args.n_iter // 2
     print(
         f"{args.dataset} beta={args.ibp_beta}: K+ {est.n_active_[-1]}, median beta "
-        f"{np.median(est.beta_[half:]):.3f}, {time.perf_counter() - t0:.1f} s"
+        f"{np.median(est.ibp_beta_[half:]):.3f}, {time.perf_counter() - t0:.1f} s"
     )
 
 

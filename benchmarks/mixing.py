@@ -77,7 +77,7 @@ def _chain(
         "k_plus": est.n_active_.tolist(),
         "loglik": est.log_likelihood_.tolist(),
         "alpha": est.alpha_.tolist(),
-        "beta": est.beta_.tolist(),
+        "beta": est.ibp_beta_.tolist(),
         "score": float(est.score(Y_test)),
         # Each held-out entry's log predictive density, for paired comparisons of two runs on
         # the same mask (benchmarks/paired_lpd.py).

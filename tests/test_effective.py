@@ -148,7 +148,7 @@ def test_fitted_effective_dims(fitted):
     samples = m._chains[0].record.samples
     assert eff.shape == (1, len(samples)) and eff.dtype.kind == "i"
     for e, s in zip(eff[0], samples, strict=True):
-        assert 0 <= e <= s["H"].shape[1]
+        assert 0 <= e <= s.H.shape[1]
     assert m.effective_dims_ is not None and m._effective_cache[0] is m._chains  # cached
     post = m.effective_dims_posterior_
     assert sum(post.values()) == pytest.approx(1.0)

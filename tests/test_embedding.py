@@ -10,13 +10,15 @@ from ibp_rflvm.embedding import (
     fit_embedding,
     sample_block,
 )
+from ibp_rflvm.mcmc.record import Sample
 
 
 def _sample(rng, N=40, K=3, M=8, J=5, bias=True):
     X = rng.standard_normal((N, K))
     Z = (rng.random((N, K)) < 0.7).astype(float)
     L = 2 * M + int(bias)
-    return {"H": X * Z, "W": rng.standard_normal((M, K)), "params": {"beta": rng.standard_normal((L, J))}}
+    W = rng.standard_normal((M, K))
+    return Sample(X * Z, W, {"beta": rng.standard_normal((L, J))}, np.full(K, 0.5))
 
 
 def _embed(samples, kind, weights=None, **kw):
@@ -26,7 +28,7 @@ def _embed(samples, kind, weights=None, **kw):
 
 
 def _relabelled(smp, rng, how):
-    H, W = smp["H"], smp["W"]
+    H, W = smp.H, smp.W
     K = H.shape[1]
     if how == "permute-and-flip":
         perm, signs = rng.permutation(K), rng.choice([-1.0, 1.0], K)
@@ -40,7 +42,7 @@ def _relabelled(smp, rng, how):
         rows = rng.random(H.shape[0]) < 0.5
         H = np.column_stack([H[:, 0] * rows, H[:, 0] * ~rows, H[:, 1:]])
         W = np.column_stack([W[:, 0], W[:, 0], W[:, 1:]])
-    return {**smp, "H": H, "W": W}
+    return smp._replace(H=H, W=W)
 
 
 @pytest.mark.parametrize("kind", ["signal", "features"])
@@ -127,9 +129,9 @@ def test_row_centring_ignores_an_offset_the_likelihood_cannot_see():
     # a sample whose predictors differ only by such offsets gives the same embedding.
     rng = np.random.default_rng(4)
     smp = _sample(rng)
-    shifted = {**smp, "params": {"beta": smp["params"]["beta"].copy()}}
+    shifted = smp._replace(params={"beta": smp.params["beta"].copy()})
     # Feature 0's weights moved alike in every column: row i's predictors all move by 3 Phi_i0.
-    shifted["params"]["beta"][0] += 3.0
+    shifted.params["beta"][0] += 3.0
     plain = [sample_block(s, True, "signal") for s in (smp, shifted)]
     assert not np.allclose(fit_embedding(plain[:1]).scores, fit_embedding(plain[1:]).scores)
     centred = [fit_embedding([sample_block(s, True, "signal", centre_rows=True)]) for s in (smp, shifted)]

@@ -240,15 +240,15 @@ def test_estimator_learns_beta_and_reports_it():
         est = IBPRFLVM(n_iter=12, n_frequencies=6, random_state=0, n_chains=2, n_jobs=1, ibp_beta=None)
         est.fit(Y)
     assert est.spec_.ibp_beta is None
-    assert est.traces_["beta"].shape == (2, 12) and np.all(est.traces_["beta"] > 0)
-    np.testing.assert_array_equal(est.beta_, est.traces_["beta"][0])
-    assert np.unique(est.beta_).size > 5  # it moves
+    assert est.traces_["ibp_beta"].shape == (2, 12) and np.all(est.traces_["ibp_beta"] > 0)
+    np.testing.assert_array_equal(est.ibp_beta_, est.traces_["ibp_beta"][0])
+    assert np.unique(est.ibp_beta_).size > 5  # it moves
     idata = est.to_inference_data()
-    assert idata.posterior["beta"].shape == (2, 6)
+    assert idata.posterior["ibp_beta"].shape == (2, 6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = est.summary()
-    assert "beta" in table.index
+    assert "ibp_beta" in table.index
 
 
 def test_estimator_with_beta_one_is_the_one_parameter_sweep():
@@ -256,8 +256,8 @@ def test_estimator_with_beta_one_is_the_one_parameter_sweep():
     leaves ``beta`` out (a constant has no R-hat)."""
     Y = _small_data()
     est = IBPRFLVM(n_iter=6, n_frequencies=6, random_state=0).fit(Y)
-    assert est.spec_.ibp_beta == 1.0 and est.spec_.stick_breaking and np.all(est.beta_ == 1.0)
-    assert "beta" not in est.to_inference_data().posterior
+    assert est.spec_.ibp_beta == 1.0 and est.spec_.stick_breaking and np.all(est.ibp_beta_ == 1.0)
+    assert "ibp_beta" not in est.to_inference_data().posterior
 
 
 @pytest.mark.parametrize(
@@ -293,7 +293,7 @@ def test_learned_beta_chain_resumes_bit_for_bit(tmp_path):
     IBPRFLVM(n_iter=6, burn_in=5, checkpoint_path=str(path), **kw).fit(Y)
     resumed = IBPRFLVM(n_iter=10, burn_in=5, checkpoint_path=str(path), **kw)
     resumed.fit(Y, resume=True)
-    np.testing.assert_array_equal(full.beta_, resumed.beta_)
+    np.testing.assert_array_equal(full.ibp_beta_, resumed.ibp_beta_)
     np.testing.assert_array_equal(full.log_likelihood_, resumed.log_likelihood_)
 
 

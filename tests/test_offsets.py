@@ -188,12 +188,12 @@ def test_estimator_scores_and_predicts_with_the_offsets():
     rows = np.arange(0, 25, 4)
 
     for k, smp in enumerate(fit._samples):
-        psi = feature_map(smp["H"], smp["W"], True) @ smp["params"]["beta"] + np.log(s)[:, None]
+        psi = feature_map(smp.H, smp.W, True) @ smp.params["beta"] + np.log(s)[:, None]
         expected = stats.poisson.logpmf(Y[rows, 2], np.exp(psi[rows, 2]))
         np.testing.assert_allclose(logp[k], expected, rtol=1e-10)
     # The training reconstruction averages s_i exp(phi_i beta) over the kept samples.
     recon = np.mean(
-        [s[:, None] * np.exp(feature_map(m["H"], m["W"], True) @ m["params"]["beta"]) for m in fit._samples],
+        [s[:, None] * np.exp(feature_map(m.H, m.W, True) @ m.params["beta"]) for m in fit._samples],
         axis=0,
     )
     np.testing.assert_allclose(fit.predict(), recon, rtol=1e-10)

@@ -70,8 +70,8 @@ def _assert_same_chains(a, b):
     np.testing.assert_array_equal(a.latent_, b.latent_)
     assert len(a._samples) == len(b._samples)
     for sa, sb in zip(a._samples, b._samples, strict=True):
-        np.testing.assert_array_equal(sa["H"], sb["H"])
-        np.testing.assert_array_equal(sa["params"]["beta"], sb["params"]["beta"])
+        np.testing.assert_array_equal(sa.H, sb.H)
+        np.testing.assert_array_equal(sa.params["beta"], sb.params["beta"])
 
 
 def _worker_processes(pid: int) -> list[int]:

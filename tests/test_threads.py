@@ -52,8 +52,8 @@ def _assert_same(a, b):
     for name in ("loglik", "n_active", "alpha", "eta", "n_components"):
         assert getattr(a.record, name) == getattr(b.record, name), name
     for sa, sb in zip(a.record.samples, b.record.samples, strict=True):
-        np.testing.assert_array_equal(sa["H"], sb["H"])
-        np.testing.assert_array_equal(sa["params"]["beta"], sb["params"]["beta"])
+        np.testing.assert_array_equal(sa.H, sb.H)
+        np.testing.assert_array_equal(sa.params["beta"], sb.params["beta"])
 
 
 @pytest.mark.parametrize(

@@ -184,8 +184,8 @@ def _write(
     }
     samples = model._samples
     for name, suffix in GENE_PARAMS.items():
-        if name not in samples[0]["params"]:
+        if name not in samples[0].params:
             continue
         column = np.full(adata.n_vars, np.nan)
-        column[genes] = np.mean([smp["params"][name] for smp in samples], axis=0)
+        column[genes] = np.mean([smp.params[name] for smp in samples], axis=0)
         adata.var[f"{key}_{suffix}"] = column

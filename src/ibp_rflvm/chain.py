@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ import numpy as np
 from . import blocks
 from .checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
 from .effective import effective_share, importance_and_gain
-from .features import feature_map
+from .mcmc.record import ChainRecord, ChainResult
 from .model import ChainState, Data, ModelSpec, init_state, sweep
 
 __all__ = [
@@ -43,86 +43,6 @@ __all__ = [
 
 #: Sweeps between refreshes of the effective number of dimensions in the progress bar.
 PROGRESS_EFFECTIVE_EVERY = 10
-_TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "beta")
-#: Traces a checkpoint written before they existed may lack, with the value they had then.
-_LATER_TRACES = {"beta": 1.0}
-
-
-@dataclass
-class ChainRecord:
-    """What a run keeps: per-sweep traces and the samples after burn-in."""
-
-    n_active: list = field(default_factory=list)
-    loglik: list = field(default_factory=list)
-    alpha: list = field(default_factory=list)
-    eta: list = field(default_factory=list)
-    n_components: list = field(default_factory=list)
-    #: The IBP's sharing parameter ``beta`` (1 throughout for the one-parameter IBP).
-    beta: list = field(default_factory=list)
-    samples: list = field(default_factory=list)
-
-    def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec) -> None:
-        self.n_active.append(info["k_plus"])
-        self.loglik.append(state.loglik)
-        self.alpha.append(state.alpha)
-        self.eta.append(state.eta)
-        self.n_components.append(info["n_components"])
-        self.beta.append(state.ibp_beta)
-        if keep:
-            # C order, as a checkpoint gives them back: predictions from a resumed chain's
-            # samples then take the same arithmetic path as from the uninterrupted chain's.
-            params = {
-                k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
-                for k, v in state.params.items()
-            }
-            sample = {
-                "H": np.ascontiguousarray(state.H), "W": np.ascontiguousarray(state.W),
-                "params": params, "pi": np.ascontiguousarray(state.pi),
-            }  # fmt: skip
-            self.samples.append(sample)
-
-    def reconstruction_sum(self, spec: ModelSpec, prep=None) -> np.ndarray | None:
-        """The sum over the kept samples, in their order, of each one's reconstruction (the
-        likelihood's mean). Computed on demand rather than during the chain: a count model's
-        mean costs a softmax or exponential over all ``N x J`` entries per sample, and an
-        ``N x J`` running sum would dominate the checkpoint (43 MB for spam)."""
-        lik = spec.likelihood
-        total = None
-        for sample in self.samples:
-            psi = feature_map(sample["H"], sample["W"], spec.bias) @ sample["params"]["beta"]
-            # Count likelihoods may need the training-row index and per-row constants (binomial
-            # trials per entry, size factors), which `prep` holds.
-            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0]), "prep": prep}
-            mean = lik.mean(psi, sample["params"], **kw)
-            if total is None:
-                total = np.zeros_like(mean)
-            total += mean
-        return total
-
-    def to_tree(self) -> dict:
-        ints = {"n_active", "n_components"}
-        traces = {
-            n: np.asarray(getattr(self, n), dtype=np.int64 if n in ints else np.float64) for n in _TRACES
-        }
-        return {"traces": traces, "samples": self.samples}
-
-    @classmethod
-    def from_tree(cls, tree: dict) -> ChainRecord:
-        saved = tree["traces"]
-        n_sweeps = len(saved["n_active"])
-        traces = {
-            n: np.asarray(saved[n]).tolist() if n in saved else [_LATER_TRACES[n]] * n_sweeps
-            for n in _TRACES
-        }
-        return cls(**traces, samples=list(tree["samples"]))
-
-
-@dataclass
-class ChainResult:
-    state: ChainState
-    record: ChainRecord
-
-
 # ------------------------------------------------------------------------------------------
 # What a checkpoint belongs to
 

@@ -48,10 +48,10 @@ def to_inference_data(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     if est.spec_.ibp:
         names["alpha"] = "alpha"
     if _learns_beta(est):
-        names["beta"] = "beta"
+        names["ibp_beta"] = "ibp_beta"
     posterior = {k: est.traces_[v][:, burn:] for k, v in names.items()}
     warmup = {k: est.traces_[v][:, :burn] for k, v in names.items()}
-    latents = [[_ordered(s["H"]) for s in res.record.samples] for res in est._chains]
+    latents = [[_ordered(s.H) for s in res.record.samples] for res in est._chains]
     k_max = max(max((h.shape[1] for h in chain), default=0) for chain in latents)
     n_draws = len(latents[0])
     latent = np.zeros((len(latents), n_draws, est.n_samples_fit_, k_max))
@@ -103,7 +103,7 @@ def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     if est.spec_.ibp:
         var_names.insert(2, "alpha")
     if _learns_beta(est):
-        var_names.insert(3, "beta")
+        var_names.insert(3, "ibp_beta")
     table = az.summary(idata, var_names=var_names, kind="all")
     effective = az.from_dict(posterior={"effective_dims": est.effective_dims_.astype(np.float64)})
     return pd.concat([table, az.summary(effective, kind="all"), chain_table(est)])

@@ -51,7 +51,7 @@ class EffectiveDimensionsMixin:
         with threadpool_limits(limits=1, user_api="blas"):
             importance = [
                 [
-                    importance_and_gain(s["H"], s["W"], s["params"], self._data, self.spec_)
+                    importance_and_gain(s.H, s.W, s.params, self._data, self.spec_)
                     for s in (res.record.samples[i] for i in draws)
                 ]
                 for res in self._chains

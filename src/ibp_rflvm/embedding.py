@@ -62,11 +62,11 @@ def sample_block(
     `centre_rows` subtracts each row's mean predictor, for likelihoods that ignore it (the
     multinomial's softmax), so that an unidentified offset does not count as a difference.
     """
-    H = sample["H"] if rows is None else sample["H"][rows]
+    H = sample.H if rows is None else sample.H[rows]
     if kind == "features":
-        return feature_map(H, sample["W"], False)
+        return feature_map(H, sample.W, False)
     if kind == "signal":
-        block = feature_map(H, sample["W"], bias) @ sample["params"]["beta"]
+        block = feature_map(H, sample.W, bias) @ sample.params["beta"]
         return block - block.mean(axis=1, keepdims=True) if centre_rows else block
     raise ValueError(f"kernel must be one of {list(KERNELS)}; got {kind!r}")
 

@@ -212,15 +212,15 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         self.n_samples_fit_ = Yv.shape[0]
         self.traces_ = {
             name: np.array([getattr(res.record, name) for res in results])
-            for name in ("n_active", "loglik", "alpha", "eta", "n_components", "beta")
+            for name in ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
         }
         self.n_active_ = self.traces_["n_active"][0]
         self.log_likelihood_ = self.traces_["loglik"][0]
         self.alpha_ = self.traces_["alpha"][0]
         self.eta_ = self.traces_["eta"][0]
-        self.beta_ = self.traces_["beta"][0]
+        self.ibp_beta_ = self.traces_["ibp_beta"][0]
         self.n_mixture_components_ = self.traces_["n_components"][0]
-        self.latent_samples_ = [_ordered_latent(smp["H"]) for smp in first.record.samples]
+        self.latent_samples_ = [_ordered_latent(smp.H) for smp in first.record.samples]
         self.latent_ = _ordered_latent(first.state.H)
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
@@ -410,8 +410,8 @@ class IBPRFLVM(_RFLVMBase):
         beta / (beta + i - 1)``, so a small ``beta`` means fewer, more widely shared dimensions.
         The default, 1.0, is the one-parameter IBP of the paper, and the only value that keeps
         the paper's stick-breaking slice step (``sampler="paper"`` uses it, and refuses another
-        number); otherwise ``Z`` is updated by the exchangeable moves alone. ``beta_`` and
-        ``traces_["beta"]`` hold its trace. Learned, it did not beat ``beta = 1`` on held-out
+        number); otherwise ``Z`` is updated by the exchangeable moves alone. ``ibp_beta_`` and
+        ``traces_["ibp_beta"]`` hold its trace. Learned, it did not beat ``beta = 1`` on held-out
         density from every start (docs/sampler.md section 10), hence the default.
     ibp_beta_prior : ``(shape, rate)`` of the Gamma prior on ``beta`` when it is learned.
     eta_prior : ``(shape, rate)`` of the Gamma prior on the DP concentration.

@@ -50,8 +50,8 @@ class PredictiveMixin(TransformerMixin):
         return unique_rows, row_pos, cols, vals
 
     def _sample_psi(self, smp: dict, unique_rows: np.ndarray) -> np.ndarray:
-        Phi = feature_map(smp["H"][unique_rows], smp["W"], self.spec_.bias)
-        return Phi @ smp["params"]["beta"]
+        Phi = feature_map(smp.H[unique_rows], smp.W, self.spec_.bias)
+        return Phi @ smp.params["beta"]
 
     def pointwise_log_predictive(self, Y_heldout, missing_mask=None) -> np.ndarray:
         """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the held-out entries.
@@ -85,7 +85,7 @@ class PredictiveMixin(TransformerMixin):
         p = np.zeros(vals.size)
         for smp, w in zip(self._samples, self._sample_weights, strict=True):
             if w > 0:
-                mu = lik.mean(self._sample_psi(smp, unique_rows), smp["params"], **rows_kw)
+                mu = lik.mean(self._sample_psi(smp, unique_rows), smp.params, **rows_kw)
                 p += w * (mu[row_pos, cols] / mu.sum(axis=1)[row_pos])
         return vals, p
 
@@ -164,8 +164,8 @@ def pointwise_logpdf(
     rows_kw = _rows_kw(lik, unique_rows)
     out = np.empty((len(samples), vals.size))
     for s, smp in enumerate(samples):
-        psi_u = feature_map(smp["H"][unique_rows], smp["W"], spec.bias) @ smp["params"]["beta"]
-        out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp["params"], prep, **rows_kw)
+        psi_u = feature_map(smp.H[unique_rows], smp.W, spec.bias) @ smp.params["beta"]
+        out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp.params, prep, **rows_kw)
     return out
 
 
@@ -192,9 +192,9 @@ def sample_new_rows(
     """
     from .samplers.ess import elliptical_slice
 
-    W, params = sample["W"], sample["params"]
+    W, params = sample.W, sample.params
     beta = params["beta"]
-    pi = np.clip(sample["pi"], 1e-12, 1.0 - 1e-12) if ibp else np.full(W.shape[1], 0.5)
+    pi = np.clip(sample.pi, 1e-12, 1.0 - 1e-12) if ibp else np.full(W.shape[1], 0.5)
     n, K = Yn.shape[0], W.shape[1]
     rows_all = np.arange(n)
     X = rng.standard_normal((n, K))

@@ -1,0 +1,1 @@
+"""The MCMC machinery: kept samples and traces, sweep kernels over a target, the chain driver."""

@@ -1,0 +1,110 @@
+"""What a chain keeps: per-sweep traces and the samples after burn-in (:class:`ChainRecord`).
+
+A kept sample is a :class:`Sample`; the reconstruction (the likelihood's mean averaged over the
+kept samples) is computed from them on demand rather than summed during the chain, so that a
+resumed chain and an uninterrupted one give it bit for bit (and checkpoints stay small).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from ..features import feature_map
+from ..model import ChainState, ModelSpec
+
+TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
+#: Traces a checkpoint written before they existed may lack, with the value they had then.
+_LATER_TRACES = {"ibp_beta": 1.0}
+#: Traces stored under another name by earlier versions.
+_OLD_NAMES = {"ibp_beta": "beta"}
+
+
+class Sample(NamedTuple):
+    """One kept sample: the latent positions ``H = X * Z``, the frequencies ``W``, the
+    likelihood's variables (``params["beta"]``: the weights) and the IBP's sticks ``pi``."""
+
+    H: np.ndarray
+    W: np.ndarray
+    params: dict
+    pi: np.ndarray
+
+
+@dataclass
+class ChainRecord:
+    """What a run keeps: per-sweep traces and the samples after burn-in."""
+
+    n_active: list = field(default_factory=list)
+    loglik: list = field(default_factory=list)
+    alpha: list = field(default_factory=list)
+    eta: list = field(default_factory=list)
+    n_components: list = field(default_factory=list)
+    #: The IBP's sharing parameter (1 throughout for the one-parameter IBP).
+    ibp_beta: list = field(default_factory=list)
+    samples: list = field(default_factory=list)
+
+    def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec) -> None:
+        self.n_active.append(info["k_plus"])
+        self.loglik.append(state.loglik)
+        self.alpha.append(state.alpha)
+        self.eta.append(state.eta)
+        self.n_components.append(info["n_components"])
+        self.ibp_beta.append(state.ibp_beta)
+        if keep:
+            # C order, as a checkpoint gives them back: predictions from a resumed chain's
+            # samples then take the same arithmetic path as from the uninterrupted chain's.
+            params = {
+                k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
+                for k, v in state.params.items()
+            }
+            self.samples.append(
+                Sample(
+                    np.ascontiguousarray(state.H), np.ascontiguousarray(state.W), params,
+                    np.ascontiguousarray(state.pi),
+                )
+            )  # fmt: skip
+
+    def reconstruction_sum(self, spec: ModelSpec, prep=None) -> np.ndarray | None:
+        """The sum over the kept samples, in their order, of each one's reconstruction (the
+        likelihood's mean). Computed on demand rather than during the chain: a count model's
+        mean costs a softmax or exponential over all ``N x J`` entries per sample, and an
+        ``N x J`` running sum would dominate the checkpoint (43 MB for spam)."""
+        lik = spec.likelihood
+        total = None
+        for sample in self.samples:
+            psi = feature_map(sample.H, sample.W, spec.bias) @ sample.params["beta"]
+            # Count likelihoods may need the training-row index and per-row constants (binomial
+            # trials per entry, size factors), which `prep` holds.
+            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0]), "prep": prep}
+            mean = lik.mean(psi, sample.params, **kw)
+            if total is None:
+                total = np.zeros_like(mean)
+            total += mean
+        return total
+
+    def to_tree(self) -> dict:
+        ints = {"n_active", "n_components"}
+        traces = {
+            n: np.asarray(getattr(self, n), dtype=np.int64 if n in ints else np.float64) for n in TRACES
+        }
+        return {"traces": traces, "samples": [s._asdict() for s in self.samples]}
+
+    @classmethod
+    def from_tree(cls, tree: dict) -> ChainRecord:
+        saved = tree["traces"]
+        n_sweeps = len(saved["n_active"])
+        saved = {n: saved[_OLD_NAMES[n]] if n not in saved and _OLD_NAMES.get(n) in saved else saved.get(n)
+                 for n in TRACES}  # fmt: skip
+        traces = {
+            n: np.asarray(saved[n]).tolist() if saved[n] is not None else [_LATER_TRACES[n]] * n_sweeps
+            for n in TRACES
+        }
+        return cls(**traces, samples=[Sample(**s) for s in tree["samples"]])
+
+
+@dataclass
+class ChainResult:
+    state: ChainState
+    record: ChainRecord
