@@ -16,7 +16,7 @@ from ibp_rflvm.evaluation.cells import build_estimator, dataset_arrays, split_fo
 from ibp_rflvm.evaluation.experiments import RunConfig
 from ibp_rflvm.likelihoods import gaussian
 from ibp_rflvm.model import Data, init_state
-from ibp_rflvm.row_cache import apply_row, eval_row, prepare_row, row_buffers
+from ibp_rflvm.targets.row_cache import apply_row, eval_row, prepare_row, row_buffers
 
 
 def main() -> None:

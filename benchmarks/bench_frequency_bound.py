@@ -9,7 +9,7 @@ Builds :mod:`bench_scale`'s data and model, runs 3 sweeps, then on that state ti
 the same state and seed: both must accept the same proposals), counts the exact passes the
 bound let through, times the bound's products alone, and compares, for proposals shrunk towards
 the current frequency by 1, 0.1, 0.02 and 0.005, the bound and its second-order part with the
-exact change (:mod:`ibp_rflvm.samplers.frequency_bound`).
+exact change (:mod:`ibp_rflvm.targets.frequency_bound`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import numpy as np
 from bench_scale import simulate
 from ibp_rflvm import IBPRFLVM, blocks, model
 from ibp_rflvm.features import frequency_columns
-from ibp_rflvm.samplers import factorised
-from ibp_rflvm.samplers.frequency_bound import FrequencyBound
+from ibp_rflvm.targets import factorised_state as factorised
+from ibp_rflvm.targets.frequency_bound import FrequencyBound
 
 
 def _copy(fs):

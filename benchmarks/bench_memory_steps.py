@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from bench_scale import simulate
 from ibp_rflvm import IBPRFLVM, model
-from ibp_rflvm.samplers import factorised
+from ibp_rflvm.targets import factorised_state as factorised
 
 _STATUS = Path("/proc/self/status")
 _CLEAR = Path("/proc/self/clear_refs")

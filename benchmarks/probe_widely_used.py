@@ -30,7 +30,7 @@ from ibp_rflvm.datasets import holdout_mask, load
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import gaussian
 from ibp_rflvm.model import Data, ModelSpec, init_state, sweep
-from ibp_rflvm.row_cache import build_cache
+from ibp_rflvm.targets.row_cache import build_cache
 from ibp_rflvm.samplers.whole_dimension import CollapsedTarget, InformedProposal
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
-from ibp_rflvm.chain import load_checkpoint
+from ibp_rflvm.mcmc.driver import load_checkpoint
 from ibp_rflvm.datasets import make_cambridge
 
 N_ITER = 24
@@ -76,7 +76,7 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
 def test_stale_temporaries_of_one_checkpoint_only_are_removed(tmp_path):
     from pathlib import Path
 
-    from ibp_rflvm.chain import remove_stale_temporaries
+    from ibp_rflvm.mcmc.driver import remove_stale_temporaries
 
     path = Path(tmp_path / "run.ckpt")
     mine = [tmp_path / "run.ckpt.ab12_xy9.tmp", tmp_path / "run.ckpt.Q7.tmp"]
@@ -94,13 +94,13 @@ def test_stale_temporaries_of_one_checkpoint_only_are_removed(tmp_path):
 
 def test_interrupted_chains_resume_exactly(tmp_path, monkeypatch):
     """Ctrl-C in the middle of the second of two chains; both chains resume from their files."""
-    import ibp_rflvm.chain as chain_module
+    import ibp_rflvm.model as chain_module
 
     Y_train, _ = _data()
     kw = {"n_components": 2, "n_frequencies": 8, "random_state": 3, "n_chains": 2, "n_jobs": 1}
     reference = RFLVM(n_iter=10, **kw).fit(Y_train)
     path = str(tmp_path / "c.ckpt")
-    real_sweep = chain_module.sweep
+    real_sweep = chain_module._step
     calls = {"n": 0}
 
     def interrupted_sweep(*args, **kwargs):
@@ -109,10 +109,10 @@ def test_interrupted_chains_resume_exactly(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real_sweep(*args, **kwargs)
 
-    monkeypatch.setattr(chain_module, "sweep", interrupted_sweep)
+    monkeypatch.setattr(chain_module, "_step", interrupted_sweep)
     with pytest.raises(KeyboardInterrupt):
         RFLVM(n_iter=10, checkpoint_path=path, checkpoint_every=3, **kw).fit(Y_train)
-    monkeypatch.setattr(chain_module, "sweep", real_sweep)
+    monkeypatch.setattr(chain_module, "_step", real_sweep)
     assert load_checkpoint(f"{path}.chain0")["sweep"] == 10
     assert load_checkpoint(f"{path}.chain1")["sweep"] == 6
     resumed = RFLVM(n_iter=10, checkpoint_path=path, checkpoint_every=3, **kw).fit(Y_train, resume=True)
@@ -339,7 +339,7 @@ def test_data_digest_in_row_blocks_equals_the_whole(monkeypatch):
     (one hash of the whole array) must still match."""
     import hashlib
 
-    import ibp_rflvm.chain as chain_module
+    import ibp_rflvm.mcmc.driver as chain_module
     from ibp_rflvm.model import Data
 
     Y = np.random.default_rng(0).poisson(2.0, (37, 5)).astype(float)

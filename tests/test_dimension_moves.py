@@ -14,7 +14,7 @@ from ibp_rflvm import model
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import gaussian, make_likelihood
 from ibp_rflvm.samplers import dimension_moves as dm
-from ibp_rflvm.samplers import factorised
+from ibp_rflvm.targets import factorised_state as factorised
 
 
 def test_flip_log_ratio_is_prior_odds_times_proposal_ratio():

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import poisson
 
 from ibp_rflvm import IBPRFLVM, RFLVM
-from ibp_rflvm.chain import run_chain
+from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.datasets import make_cambridge
 from ibp_rflvm.effective import (
     DEFAULT_THRESHOLD,

@@ -6,7 +6,7 @@ import pytest
 
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
-from ibp_rflvm.samplers.factorised import FactorisedState, _low_rank_update, update_w
+from ibp_rflvm.targets.factorised_state import FactorisedState, _low_rank_update, update_w
 
 
 def test_low_rank_update_matches_numpy():

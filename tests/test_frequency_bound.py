@@ -1,5 +1,5 @@
 """The bound that rejects frequency proposals without scoring them
-(:mod:`ibp_rflvm.samplers.frequency_bound`), and the likelihood derivatives it is made from."""
+(:mod:`ibp_rflvm.targets.frequency_bound`), and the likelihood derivatives it is made from."""
 
 import functools
 
@@ -8,10 +8,10 @@ import pytest
 from scipy.special import expit
 
 from ibp_rflvm import model
-from ibp_rflvm.chain import run_chain
+from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.likelihoods import make_likelihood
-from ibp_rflvm.samplers import factorised
-from ibp_rflvm.samplers.frequency_bound import FrequencyBound
+from ibp_rflvm.targets import factorised_state as factorised
+from ibp_rflvm.targets.frequency_bound import FrequencyBound
 
 _ORIGINAL_UPDATE_W = factorised.update_w  # before any test patches it
 CASES = [

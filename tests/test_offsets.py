@@ -162,7 +162,7 @@ def test_size_factors_recover_clusters_that_depth_hides():
 def test_checkpoint_settings_see_every_size_factor():
     # numpy abbreviates long arrays' repr; one changed factor among 1,500 must still count.
     from ibp_rflvm import model
-    from ibp_rflvm.chain import settings_description
+    from ibp_rflvm.mcmc.driver import settings_description
 
     changed = np.ones(1500)
     changed[700] = 2.0

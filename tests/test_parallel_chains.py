@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, holdout_mask
-from ibp_rflvm.chain import load_checkpoint
+from ibp_rflvm.mcmc.driver import load_checkpoint
 from ibp_rflvm.datasets import make_cambridge
 
 N_ITER = 200  # over 1 s per chain: the signal must land before the chains end, under CI load too

@@ -291,7 +291,8 @@ def _one_chain(n_iter: int) -> dict:
 
 
 def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch):
-    from ibp_rflvm import chain
+    from ibp_rflvm import model
+    from ibp_rflvm.mcmc import driver
 
     kw = _one_chain(n_iter=8)
     cell = "cambridge__ibp-rflvm__t0"
@@ -299,7 +300,7 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
     assert reference.computed == [cell]
 
     monkeypatch.setattr(cells, "CHECKPOINT_EVERY", 3)
-    real_sweep, calls = chain.sweep, []
+    real_sweep, calls = model._step, []
 
     def dies_at_seventh(*args, **kwargs):
         calls.append(1)
@@ -308,15 +309,15 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
         return real_sweep(*args, **kwargs)
 
     out = tmp_path / "out"
-    monkeypatch.setattr(chain, "sweep", dies_at_seventh)
+    monkeypatch.setattr(model, "_step", dies_at_seventh)
     first = reproduce("table1", out, trials=1, **kw)
     ckpt = out / "partial" / f"{cell}.ckpt"
     assert first.interrupted and not first.computed
-    assert chain.load_checkpoint(ckpt)["sweep"] == 6  # the last multiple of 3 before sweep 7
+    assert driver.load_checkpoint(ckpt)["sweep"] == 6  # the last multiple of 3 before sweep 7
     table = harness.status("table1", out, 1, kw["config"], "cambridge", "ibp-rflvm")
     assert "| cambridge | 0/1, t0 at sweep 6 |" in table and "0 of 1 cells done, 1 in flight" in table
     # No cell is done, but the checkpoint timed its 6 sweeps: 2 of the 8 are left.
-    saved = chain.load_checkpoint(ckpt)
+    saved = driver.load_checkpoint(ckpt)
     assert saved["timed_sweeps"] == 6 and saved["seconds"] > 0.0
     assert f"({saved['seconds'] / 6 * 2:.0f} worker-seconds over" in table
 
@@ -325,7 +326,7 @@ def test_interrupted_chain_resumes_from_its_checkpoint_bit_for_bit(tmp_path, mon
         return real_sweep(*args, **kwargs)
 
     calls.clear()
-    monkeypatch.setattr(chain, "sweep", counted)
+    monkeypatch.setattr(model, "_step", counted)
     second = reproduce("table1", out, trials=1, **kw)
     assert second.computed == [cell] and not ckpt.exists()
     assert len(calls) == 8 - 6  # only the sweeps after the checkpoint were run again

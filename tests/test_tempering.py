@@ -14,7 +14,7 @@ from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods.gaussian import GaussianLikelihood, loglik_direct
-from ibp_rflvm.row_cache import GaussianPrior
+from ibp_rflvm.likelihoods.gaussian import GaussianPrior
 from ibp_rflvm.samplers.replica_exchange import swap_log_ratio, swap_pass
 from ibp_rflvm.tempering import Ladder, SwapRates, level_logliks, level_specs, tempered_sweep
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, blocks, model
-from ibp_rflvm.chain import load_checkpoint, run_chain
+from ibp_rflvm.mcmc.driver import load_checkpoint, run_chain
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.likelihoods.polya_gamma import crt_column_totals, draw_pg
 
@@ -152,7 +152,7 @@ def test_kernels_run_from_the_pool_release_the_gil():
     # A compiled kernel holding the GIL would make the threads take turns.
     from ibp_rflvm.likelihoods import multinomial, pg_draws, poisson
     from ibp_rflvm.likelihoods import polya_gamma as pg
-    from ibp_rflvm.samplers import factorised
+    from ibp_rflvm.targets import factorised_state as factorised
 
     kernels = [
         pg_draws._draw_pg_kernel, pg._draw_columns, pg._row_outer_products, pg._crt_columns,

@@ -17,7 +17,7 @@ from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import gaussian, make_likelihood
 from ibp_rflvm.samplers import absorb as ab
 from ibp_rflvm.samplers import dimension_moves as dm
-from ibp_rflvm.samplers import factorised
+from ibp_rflvm.targets import factorised_state as factorised
 from ibp_rflvm.samplers import transfer as tr
 
 

@@ -18,15 +18,11 @@ is still available (:func:`effective_dimensions`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from .features import feature_map
-from .row_cache import build_cache
-
-if TYPE_CHECKING:  # model imports the samplers; only the types are needed here
-    from .model import Data, ModelSpec
+from .state import Data, ModelSpec
+from .targets import likelihood_target
 
 #: Nats per observed entry that removing a dimension must cost before it counts as effective.
 #: The threshold scales with the number of observed entries because a dimension should matter
@@ -73,32 +69,12 @@ def importance_and_gain(
     """
     H = np.asarray(H, dtype=np.float64)
     W = np.asarray(W, dtype=np.float64)
-    N, K = H.shape
+    K = H.shape[1]
     out = np.zeros(K)
     if K == 0 or not np.any(H):
         return out, 0.0
-    lik = spec.likelihood
-    beta = params["beta"]
     Phi = feature_map(H, W, spec.bias)
-    rows = np.arange(N)
-
-    if lik.collapsed:
-        # The collapsed marginal needs complete columns. The sample's own mean keeps unobserved
-        # entries from carrying information of their own (zeros or column means would fight
-        # the observed ones); it favours the full model slightly, as those entries fit it
-        # exactly, which only matters when much of the data is unobserved.
-        Yc = np.where(data.observed, data.Y, Phi @ beta)
-        prior = lik.prior
-
-        def loglik(Phi_d: np.ndarray) -> float:
-            return build_cache(Phi_d, Yc, prior).loglik
-
-    else:
-        prep = data.prep if data.prep is not None else lik.prepare(data.Y)
-
-        def loglik(Phi_d: np.ndarray) -> float:
-            return float(np.sum(lik.loglik_rows(Phi_d @ beta, rows, params, prep), dtype=np.float64))
-
+    loglik = likelihood_target(spec, data).scorer(Phi, params)
     full = loglik(Phi)
     H_d = H.copy()
     for d in range(K):

@@ -24,7 +24,6 @@ from ._validation import (
     resolve_burn_in,
     warn_if_unscaled,
 )
-from .chain import run_chain
 from .chain_weights import COMBINE, MAX_ENTRIES, chain_weights, sample_weights
 
 # The redundant aliases re-export what moved to effective_posterior: callers import
@@ -33,11 +32,12 @@ from .effective_posterior import EFFECTIVE_MAX_DRAWS as EFFECTIVE_MAX_DRAWS
 from .effective_posterior import EffectiveDimensionsMixin
 from .effective_posterior import effective_draws as effective_draws
 from .likelihoods import make_likelihood
+from .mcmc.driver import run_chain
+from .mcmc.tempering import Ladder, run_tempered
 from .model import ChainState, Data, ModelSpec
 from .parallel_chains import run_chains
 from .posterior_embedding import PosteriorEmbeddingMixin
 from .predictive import PredictiveMixin
-from .tempering import Ladder, run_tempered
 
 
 class ChainsDisagreeWarning(UserWarning):
@@ -191,7 +191,7 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             # Chains from more dimensions cost more per sweep, so their starts order the dispatch.
             results = run_chains(_run_one, [(*job, False) for job in jobs], starts, self.n_jobs, shared=1)
         if ladder is not None:
-            self.swap_rates_ = np.array([res[1].rates for res in results])
+            self.swap_rates_ = np.array([res[1] for res in results])
             results = [res[0] for res in results]
         self.spec_ = spec
         self._data = data
@@ -248,8 +248,6 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             raise ValueError(
                 "n_replicas > 1 (replica exchange over the noise prior) needs likelihood='gaussian'"
             )
-        if self.checkpoint_path is not None:
-            raise ValueError("checkpoints are not available with n_replicas > 1; leave checkpoint_path unset")
         top = check_positive("replica_top", self.replica_top)
         if top < 1.0:
             raise ValueError(f"replica_top must be at least 1; got {top}")
@@ -355,7 +353,9 @@ def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, t
         if ladder is None:
             result = run_chain(rng, data, spec, n_iter, burn, checkpoint, every, resume, progress, threads)
         else:
-            result = run_tempered(rng, data, spec, n_iter, burn, ladder, progress)
+            result = run_tempered(
+                rng, data, spec, n_iter, burn, ladder, progress, checkpoint, every, resume, threads
+            )
     if progress is not None:
         progress.close()
     return result

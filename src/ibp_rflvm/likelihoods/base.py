@@ -13,7 +13,7 @@ Gaussian) only need:
   mean, for the metrics;
 * optionally ``psi_derivatives`` — each entry's first and second derivative in ``psi`` and a
   bound on its third, from which the frequency update bounds a proposal's log-likelihood change
-  (:mod:`..samplers.frequency_bound`) and rejects most proposals without scoring them.
+  (:mod:`ibp_rflvm.targets.frequency_bound`) and rejects most proposals without scoring them.
 
 Unobserved entries never enter any sum: every method works from the observed mask in ``prep``.
 """
@@ -44,8 +44,12 @@ class Likelihood(ABC):
     """Base class of the observation models."""
 
     name: str = ""
-    #: True only for the collapsed Gaussian, whose rows are coupled; it has its own kernels.
+    #: True only for the Gaussian, whose rows are coupled once its weights are integrated out:
+    #: :func:`ibp_rflvm.targets.make_target` gives it the collapsed target.
     collapsed: bool = False
+    #: Whether the chain needs :meth:`prepare`'s constants (every likelihood sampled with its
+    #: weights, i.e. all but the collapsed Gaussian).
+    prepares_data: bool = True
     #: Whether a constant feature is added to ``Phi`` unless the user says otherwise.
     default_bias: bool = True
     #: "real" or "counts": what kind of data the model is for (reports and metrics).

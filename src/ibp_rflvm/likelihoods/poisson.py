@@ -49,7 +49,7 @@ def _poisson_rows(psi, rows, Y0, observed, off, const, out):
 def _poisson_derivatives(psi, rows, Y0, observed, off, g, h, t):
     """``g = y - e^x``, ``h = e^x`` and ``t = e^x / 6`` (``x = psi + off_i``): the first and
     minus the second derivative of ``y x - e^x`` at each entry of the rows `rows`, and the
-    factor that bounds its Taylor remainder by ``t |d|^3`` (:mod:`..samplers.frequency_bound`);
+    factor that bounds its Taylor remainder by ``t |d|^3`` (:mod:`ibp_rflvm.targets.frequency_bound`);
     0 where unobserved."""
     J = psi.shape[1]
     for k in range(rows.size):

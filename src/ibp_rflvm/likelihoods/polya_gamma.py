@@ -363,7 +363,7 @@ def _logistic_derivatives(psi, rows, Y0, observed, off, trials, r, use_trials, g
     """``g = y - b s``, ``h = b s (1 - s)`` (``s = logistic(x)``, ``x = psi + off_i``) and
     ``t = b / (36 sqrt 3)``: the first and minus the second derivative of ``y x - b softplus(x)``
     at each entry of the rows `rows`, and a bound on the size of its third derivative over 6
-    (which is at most ``b / (6 sqrt 3)``; :mod:`..samplers.frequency_bound`); 0 where unobserved."""
+    (which is at most ``b / (6 sqrt 3)``; :mod:`ibp_rflvm.targets.frequency_bound`); 0 where unobserved."""
     J = psi.shape[1]
     for k in range(rows.size):
         i = rows[k]

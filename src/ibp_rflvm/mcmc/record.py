@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..features import feature_map
-from ..model import ChainState, ModelSpec
+from ..state import ChainState, ModelSpec
 
 TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
 #: Traces a checkpoint written before they existed may lack, with the value they had then.
@@ -45,12 +45,14 @@ class ChainRecord:
     ibp_beta: list = field(default_factory=list)
     samples: list = field(default_factory=list)
 
-    def add(self, state: ChainState, info: dict, keep: bool, spec: ModelSpec) -> None:
-        self.n_active.append(info["k_plus"])
+    def add(self, state: ChainState, info, keep: bool) -> None:
+        """Append `state`'s traces (`info`: its sweep's, with ``k_plus`` and ``n_components``)
+        and, with `keep`, the state as a sample."""
+        self.n_active.append(info.k_plus)
         self.loglik.append(state.loglik)
         self.alpha.append(state.alpha)
         self.eta.append(state.eta)
-        self.n_components.append(info["n_components"])
+        self.n_components.append(info.n_components)
         self.ibp_beta.append(state.ibp_beta)
         if keep:
             # C order, as a checkpoint gives them back: predictions from a resumed chain's
@@ -77,8 +79,7 @@ class ChainRecord:
             psi = feature_map(sample.H, sample.W, spec.bias) @ sample.params["beta"]
             # Count likelihoods may need the training-row index and per-row constants (binomial
             # trials per entry, size factors), which `prep` holds.
-            kw = {} if lik.collapsed else {"rows": np.arange(psi.shape[0]), "prep": prep}
-            mean = lik.mean(psi, sample.params, **kw)
+            mean = lik.mean(psi, sample.params, rows=np.arange(psi.shape[0]), prep=prep)
             if total is None:
                 total = np.zeros_like(mean)
             total += mean

@@ -27,8 +27,6 @@ import math
 import numpy as np
 from numba import njit
 
-from ..features import row_features
-from ..row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
 from . import ibp
 from .transfer import aligned_pairs
 
@@ -54,7 +52,7 @@ def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int, ibp_bet
 
 
 @njit(cache=True)
-def _proposal(X, Z, i, a, b, c, counts):
+def absorb_proposal(X, Z, i, a, b, c, counts):
     """``(m, new_x_a)`` for row `i`, or ``m = 0`` when the move does not apply."""
     if Z[i, a] == 0:
         return 0, 0.0
@@ -65,45 +63,6 @@ def _proposal(X, Z, i, a, b, c, counts):
     return m, X[i, a] + c * X[i, b] if z_b == 1 else X[i, a] - c * X[i, b]
 
 
-@njit(cache=True, fastmath=FAST)
-def absorb_rows_collapsed(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, keep, toggle, cs, ibp_beta=1.0
-):
-    """Every row in turn, every ordered aligned pair: one absorb or emit proposal, scored by the
-    rank-2 row cache. Returns ``(proposed, accepted)``."""
-    N, K = X.shape
-    L = Phi.shape[1]
-    J = Y.shape[1]
-    phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
-    tried = acc = 0
-    for i in range(N):
-        prepare_row(Phi[i], A, P, v, r)
-        for p in range(keep.size):
-            a, b = keep[p], toggle[p]
-            m, new_a = _proposal(X, Z, i, a, b, cs[p], counts)
-            if m == 0:
-                continue
-            z_b = Z[i, b]
-            log_u = math.log(rng.random())
-            for k in range(K):
-                h[k] = X[i, k] * Z[i, k]
-            h[a] = new_a
-            h[b] = 0.0 if z_b == 1 else X[i, b]
-            row_features(h, W, bias, phi_new)
-            ll_new = eval_row(
-                phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
-            )
-            tried += 1
-            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N, ibp_beta) + ll_new - state[1]:
-                commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
-                X[i, a] = new_a
-                Z[i, b] = 1 - z_b
-                counts[b] += 1 - 2 * z_b
-                acc += 1
-                prepare_row(Phi[i], A, P, v, r)
-    return tried, acc
-
-
 @njit(cache=True)
 def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, ibp_beta, accepted):
     """Accept or reject pair ``(a, b)``'s proposals row by row (``m`` couples them)."""
@@ -111,7 +70,7 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, ibp_beta, accepted):
     tried = acc = 0
     for i in range(N):
         accepted[i] = False
-        m, new_a = _proposal(X, Z, i, a, b, c, counts)
+        m, new_a = absorb_proposal(X, Z, i, a, b, c, counts)
         if m == 0:
             continue
         z_b = Z[i, b]

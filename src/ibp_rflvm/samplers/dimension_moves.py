@@ -20,10 +20,11 @@ the only updates of ``Z``. Both moves propose the new ``x`` from ``q = N(0, s^2)
 ``s``: a dimension switched on then barely changes the row's features, so it is accepted when the
 data do not object, and elliptical slice sampling of ``X`` grows it later.
 
-The likelihood enters only through a *row target*: ``delta(i, h, W)`` is the change of the
+The likelihood enters only through a *row target* (:class:`RowTarget`), which the sweep's
+target supplies (:mod:`ibp_rflvm.targets`): ``delta(i, h, W)`` is the change of the
 log-likelihood if row ``i``'s latent row became ``h`` (with frequencies ``W``) and ``accept(i)``
-commits the last proposal. The collapsed Gaussian's target is the rank-2 row cache of
-:mod:`ibp_rflvm.row_cache`; factorising likelihoods condition on their weights ``beta``.
+commits the last proposal. The collapsed Gaussian target runs the same moves as compiled
+kernels on its row cache (:mod:`ibp_rflvm.targets.collapsed_kernels`).
 """
 
 from __future__ import annotations
@@ -35,9 +36,6 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
-from .. import blocks as _blocks
-from ..features import row_features
-from ..row_cache import FAST, Cache, GaussianPrior, commit_row, eval_row, prepare_row, row_buffers
 from . import dp_mixture, ibp
 
 
@@ -71,156 +69,30 @@ def flip_log_ratio(
 
 
 class RowTarget(Protocol):
-    """What a one-row move needs of the likelihood (`NoLikelihood`, `FactorisedRows`, `CollapsedRows`)."""
+    """What a move needs of the likelihood, given by the sweep's target (:mod:`ibp_rflvm.targets`).
+
+    ``delta``/``accept``: one row (singleton birth/death); ``deltas``/``accept_rows``: every row
+    at once (the flips); ``deltas_at``/``accept_at``: a few rows (transfers, absorb/emit). A
+    ``delta`` is the change of the log-likelihood if the row's latent row became the proposal
+    (with frequencies ``W``); an ``accept`` commits the last proposal of those rows.
+    """
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float: ...
 
     def accept(self, i: int) -> None: ...
 
+    def deltas(self, H_alt: np.ndarray, W: np.ndarray) -> np.ndarray: ...
 
-class NoLikelihood:
-    """The prior alone (for the sampler checks): every proposal leaves the likelihood at 0."""
+    def accept_rows(self, rows: np.ndarray) -> None: ...
 
-    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
-        return 0.0
+    def deltas_at(self, rows: np.ndarray, H_rows: np.ndarray, W: np.ndarray) -> np.ndarray: ...
 
-    def accept(self, i: int) -> None:
-        pass
-
-    def deltas(self, H_alt: np.ndarray, W: np.ndarray) -> np.ndarray:
-        return np.zeros(H_alt.shape[0])
-
-    def accept_rows(self, rows: np.ndarray) -> None:
-        pass
-
-    def deltas_at(self, rows: np.ndarray, H_rows: np.ndarray, W: np.ndarray) -> np.ndarray:
-        return np.zeros(rows.size)
-
-    def accept_at(self, idx: np.ndarray) -> None:
-        pass
-
-
-class FactorisedRows:
-    """Rows of a likelihood that factorises given ``beta`` (a ``FactorisedState`` ``fs``)."""
-
-    def __init__(self, fs) -> None:
-        self.fs = fs
-        self._last = None
-        self._at = None
-
-    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
-        rows = np.array([i])
-        ll, Phi, psi = self.fs.rows_loglik(h[None, :], W, rows)
-        self._last = (ll[0], Phi[0], psi[0])
-        return float(ll[0] - self.fs.ll[i])
-
-    def accept(self, i: int) -> None:
-        ll, phi, psi = self._last
-        self.fs.Phi[i] = phi
-        self.fs.psi[i] = psi
-        self.fs.ll[i] = ll
-
-    def deltas(self, H_alt: np.ndarray, W: np.ndarray) -> np.ndarray:
-        """Every row's change if its latent row became the same row of `H_alt` (one array pass)."""
-        return self.deltas_at(self.fs.all_rows, H_alt, W)
-
-    def accept_rows(self, rows: np.ndarray) -> None:
-        """Commit the proposals of `rows` from the last `deltas` (row numbers are positions)."""
-        self.accept_at(rows)
-
-    def deltas_at(self, rows: np.ndarray, H_rows: np.ndarray, W: np.ndarray) -> np.ndarray:
-        """The change for each of `rows` if its latent row became the same row of `H_rows`;
-        costs only those rows, for moves that concern a few of them."""
-        self._at = (rows, self.fs.rows_loglik(H_rows, W, rows))
-        return self._at[1][0] - self.fs.ll[rows]
-
-    def accept_at(self, idx: np.ndarray) -> None:
-        """Commit the proposals of ``rows[idx]`` from the last `deltas_at`."""
-        rows, (ll, Phi, psi) = self._at
-        idx = np.asarray(idx)
-        r = rows[idx]
-        self.fs.Phi[r] = Phi[idx]
-        _blocks.copy_rows(self.fs.psi, r, psi, idx)
-        self.fs.ll[r] = ll[idx]
-
-
-class CollapsedRows:
-    """Rows of the collapsed Gaussian: each proposal is one rank-2 evaluation of the row cache."""
-
-    def __init__(self, Phi: np.ndarray, Y: np.ndarray, cache: Cache, prior: GaussianPrior, bias: bool):
-        N, L = Phi.shape
-        J = Y.shape[1]
-        self.Phi, self.Y, self.cache, self.bias = Phi, Y, cache, bias
-        self.a_n = prior.a0 + 0.5 * N
-        self.b0 = prior.b0
-        self.const = prior.constant(N, J)
-        self.buf = row_buffers(L, J, 0)
-        self.phi_new = np.empty(L)
-
-    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
-        c = self.cache
-        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
-        prepare_row(self.Phi[i], c.A, c.P, v, r)
-        row_features(np.ascontiguousarray(h), np.ascontiguousarray(W), self.bias, self.phi_new)
-        ll_new = eval_row(
-            self.phi_new, self.Phi[i], v, r, self.Y[i], c.A, c.P, c.Q, c.yy, c.state[0],
-            self.a_n, self.b0, self.const, u, s, w1, w2, Qn, m2,
-        )  # fmt: skip
-        self._ll_new = ll_new
-        return float(ll_new - c.state[1])
-
-    def accept(self, i: int) -> None:
-        c = self.cache
-        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
-        commit_row(
-            self.Y[i], c.A, c.P, c.Q, u, v, w1, w2, Qn, m2, c.state, self._ll_new, self.Phi[i], self.phi_new
-        )
+    def accept_at(self, idx: np.ndarray) -> None: ...
 
 
 # --------------------------------------------------------------------------------------------
 # Joint (z, x) flips of dimensions that other rows use
 # --------------------------------------------------------------------------------------------
-
-
-@njit(cache=True, fastmath=FAST)
-def flip_rows_collapsed(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, q_sd, ibp_beta=1.0
-):
-    """Every row in turn, every dimension other rows use: one joint ``(z_id, x_id)`` flip each.
-
-    Acceptance: ``log u < flip_log_ratio(...) + ll' - ll`` (see :func:`flip_log_ratio`), with the
-    collapsed likelihood evaluated by the rank-2 row cache. Returns the number accepted.
-    """
-    N, K = X.shape
-    L = Phi.shape[1]
-    J = Y.shape[1]
-    phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
-    n_acc = 0
-    for i in range(N):
-        prepare_row(Phi[i], A, P, v, r)
-        for d in range(K):
-            z_cur = Z[i, d]
-            m_other = counts[d] - z_cur
-            if m_other == 0:
-                continue  # a singleton (or an empty column): the birth/death move's business
-            x_prop = q_sd * rng.standard_normal() if z_cur == 0 else rng.standard_normal()
-            log_u = math.log(rng.random())
-            for k in range(K):
-                h[k] = X[i, k] * Z[i, k]
-            h[d] = x_prop * (1 - z_cur)
-            row_features(h, W, bias, phi_new)
-            ll_new = eval_row(
-                phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
-            )
-            log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop, m_other, N, q_sd, ibp_beta) + ll_new - state[1]
-            if log_u < log_ratio:
-                commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
-                X[i, d] = x_prop
-                Z[i, d] = 1 - z_cur
-                counts[d] += 1 - 2 * z_cur
-                n_acc += 1
-                prepare_row(Phi[i], A, P, v, r)
-    return n_acc
 
 
 @njit(cache=True)

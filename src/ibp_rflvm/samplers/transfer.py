@@ -39,8 +39,6 @@ import math
 import numpy as np
 from numba import njit
 
-from ..features import row_features
-from ..row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
 from . import ibp
 
 
@@ -79,60 +77,13 @@ def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, ibp_beta
 
 
 @njit(cache=True)
-def _orient(Z, i, a, b, c):
+def orient(Z, i, a, b, c):
     """``(src, dst, factor)`` for row `i` and pair ``(a, b)``, or ``src = -1`` if it uses both or neither."""
     if Z[i, a] == Z[i, b]:
         return -1, -1, 0.0
     if Z[i, a] == 1:
         return a, b, c
     return b, a, 1.0 / c
-
-
-@njit(cache=True, fastmath=FAST)
-def transfer_rows_collapsed(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, pa, pb, pc, ibp_beta=1.0
-):
-    """Every row in turn, every aligned pair: one transfer proposal each, scored by the rank-2
-    row cache. Returns ``(proposed, accepted)``."""
-    N, K = X.shape
-    L = Phi.shape[1]
-    J = Y.shape[1]
-    phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
-    tried = acc = 0
-    for i in range(N):
-        prepare_row(Phi[i], A, P, v, r)
-        for p in range(pa.size):
-            src, dst, c = _orient(Z, i, pa[p], pb[p], pc[p])
-            if src < 0:
-                continue
-            m_src = counts[src] - 1
-            m_dst = counts[dst]
-            if m_src == 0:
-                continue  # the row owns `src` alone: moving would kill a dimension
-            new_dst = c * X[i, src]
-            new_src = X[i, dst] / c
-            log_u = math.log(rng.random())
-            for k in range(K):
-                h[k] = X[i, k] * Z[i, k]
-            h[src] = 0.0
-            h[dst] = new_dst
-            row_features(h, W, bias, phi_new)
-            ll_new = eval_row(
-                phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
-            )
-            tried += 1
-            log_ratio = transfer_log_ratio(X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, N, ibp_beta)
-            if log_u < log_ratio + ll_new - state[1]:
-                commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
-                X[i, dst] = new_dst
-                X[i, src] = new_src
-                Z[i, dst] = 1
-                Z[i, src] = 0
-                counts[dst] += 1
-                counts[src] -= 1
-                acc += 1
-                prepare_row(Phi[i], A, P, v, r)
-    return tried, acc
 
 
 @njit(cache=True)
@@ -143,7 +94,7 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, ibp_beta, acc
     tried = acc = 0
     for i in range(N):
         accepted[i] = False
-        src, dst, _ = _orient(Z, i, a, b, c)
+        src, dst, _ = orient(Z, i, a, b, c)
         if src < 0 or counts[src] == 1:
             continue
         new_dst = x_b[i] if dst == b else x_a[i]

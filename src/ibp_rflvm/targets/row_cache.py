@@ -8,8 +8,7 @@ so a proposal costs ``O(L^2 + L J)`` by the Woodbury identity instead of
 ``O(N L^2 + L^3 + N L J)``.
 
 Every sampler that moves one row at a time (ESS of ``x_i``, Gibbs of ``z_id``, the dimension
-moves of :mod:`ibp_rflvm.samplers.dimension_moves`) and the likelihood itself import it from
-here, so the samplers never reach into the likelihood's module. A row move is: `prepare_row`
+moves) is a compiled kernel of :mod:`.collapsed_kernels` built on it. A row move is: `prepare_row`
 for the row's current features, `eval_row` for each proposal (it fills the work buffers), and
 `apply_row` for the one that is accepted.
 """
@@ -22,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 from scipy.linalg import cho_solve, cholesky
-from scipy.special import gammaln
 
-LOG_2PI = math.log(2.0 * math.pi)
+from ..likelihoods.gaussian import GaussianPrior
+
 # Reassociation lets LLVM vectorise the dot products of the row kernels (about 4x); no
 # assumptions about NaN or infinity are made, and results stay deterministic for a given build.
 FAST = {"reassoc", "contract", "arcp", "nsz"}
@@ -52,16 +51,6 @@ class Cache:
     @property
     def loglik(self) -> float:
         return float(self.state[1])
-
-
-@dataclass(frozen=True)
-class GaussianPrior:
-    a0: float = 1.0
-    b0: float = 1.0
-
-    def constant(self, N: int, J: int) -> float:
-        a_n = self.a0 + 0.5 * N
-        return J * (-0.5 * N * LOG_2PI + self.a0 * math.log(self.b0) + gammaln(a_n) - gammaln(self.a0))
 
 
 def collapsed_loglik(Q, yy, logdet, N: int, prior: GaussianPrior) -> float:

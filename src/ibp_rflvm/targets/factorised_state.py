@@ -23,8 +23,8 @@ from numba import njit
 from .. import blocks as _blocks
 from ..features import feature_map, frequency_columns
 from ..likelihoods.base import Likelihood, Prepared
-from . import ibp
-from .ess import elliptical_slice
+from ..samplers import ibp
+from ..samplers.ess import elliptical_slice
 from .frequency_bound import FrequencyBound
 
 

@@ -1,6 +1,12 @@
-"""Running one chain: traces, kept samples, and checkpoints that resume bit for bit.
+"""The chain driver: runs any kernel, keeping traces and samples, with checkpoints that resume bit for bit.
 
-A checkpoint holds what the rest of the run depends on: the chain state, the state of its
+A kernel is a pair ``(init, step)`` (:func:`ibp_rflvm.model.build_sweep`, or the tempered
+kernel of :mod:`.tempering`, whose state holds every level of a ladder). Its states say which
+:class:`~ibp_rflvm.state.ChainState` the record keeps (``recorded``) and how they are stored
+(``to_tree``/``from_tree``), so :func:`drive` treats them all alike. :func:`run_chain` drives
+the sweep of one model.
+
+A checkpoint holds what the rest of the run depends on: the kernel's state, the state of its
 random generator, the traces and the kept samples so far, with a description of the data
 and settings it belongs to (resuming against other data or settings is refused, naming what
 differs). The file format, its atomic writes and its errors are :mod:`.checkpoint`'s.
@@ -30,14 +36,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import blocks
-from .checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
-from .effective import effective_share, importance_and_gain
-from .mcmc.record import ChainRecord, ChainResult
-from .model import ChainState, Data, ModelSpec, init_state, sweep
+from .. import blocks
+from ..checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
+from ..effective import effective_share, importance_and_gain
+from ..model import ChainState, Data, ModelSpec, build_sweep
+from ..targets import make_target
+from .record import ChainRecord, ChainResult
 
 __all__ = [
-    "ChainRecord", "ChainResult", "CheckpointError", "CheckpointMismatch", "load_checkpoint",
+    "ChainRecord", "ChainResult", "CheckpointError", "CheckpointMismatch", "drive", "load_checkpoint",
     "remove_stale_temporaries", "run_chain",
 ]  # fmt: skip
 
@@ -94,9 +101,12 @@ def settings_description(spec: ModelSpec) -> dict:
 #: Model settings added after checkpoints were first written, with the value under which a
 #: chain runs as it did before them (the one-parameter IBP).
 _LATER_SETTINGS = {"ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0}
+#: Settings since removed, with the value under which a chain ran as it does now: a checkpoint
+#: that holds that value belongs to today's model.
+_RETIRED_SETTINGS = {"whole_move": None, "frequency_update": "mh", "start_density": 1.0}
 
 
-def _check_belongs(path: Path, saved: dict, data: Data, spec: ModelSpec, n_iter: int, burn_in: int) -> None:
+def _check_belongs(path: Path, saved: dict, data: Data, settings: dict, n_iter: int, burn_in: int) -> None:
     """Refuse a checkpoint made for other data or settings, naming what differs."""
     advice = "remove it or fit without resume=True"
     mine = data_description(data)
@@ -107,11 +117,14 @@ def _check_belongs(path: Path, saved: dict, data: Data, spec: ModelSpec, n_iter:
             what = "data of the same shape but different values or missing entries"
         raise CheckpointMismatch(f"checkpoint {path} was written for different data ({what}); {advice}")
     # Through JSON so that tuples and lists compare equal, as they are stored.
-    now = json.loads(json.dumps(settings_description(spec)))
+    now = json.loads(json.dumps(settings))
     was = dict(saved["settings"])
     for key, value in _LATER_SETTINGS.items():
         # A checkpoint from before a setting existed ran with the value that reproduces it.
         was.setdefault(key, value)
+    for key, value in _RETIRED_SETTINGS.items():
+        if key in was and was[key] == value:
+            del was[key]
     differ = [
         f"{key}: {was.get(key, '(absent)')!r} in the checkpoint, {now.get(key, '(absent)')!r} now"
         for key in sorted(set(now) | set(was))
@@ -140,24 +153,8 @@ def _check_belongs(path: Path, saved: dict, data: Data, spec: ModelSpec, n_iter:
 # Reading and writing
 
 
-def _state_tree(state: ChainState, data: Data) -> dict:
-    tree = {f.name: getattr(state, f.name) for f in fields(state)}
-    # The observed entries of the completed data are the data's own: only the imputations go.
-    tree["Y"] = None if state.Y is None else np.ascontiguousarray(state.Y[data.missing])
-    return tree
-
-
-def _state_from_tree(tree: dict, data: Data) -> ChainState:
-    values = dict(tree)
-    if values["Y"] is not None:
-        Y = np.where(data.observed, data.Y, 0.0)
-        Y[data.missing] = values["Y"]
-        values["Y"] = Y
-    return ChainState(**values)
-
-
 def _write(
-    path: Path, done: int, burn_in: int, data: Data, spec: ModelSpec, state, record, rng, timing: tuple
+    path: Path, done: int, burn_in: int, data: Data, settings: dict, state, record, rng, timing: tuple
 ) -> None:
     write_tree(
         path,
@@ -170,9 +167,9 @@ def _write(
             "timed_sweeps": int(timing[1]),
             "burn_in": burn_in,
             "data": data_description(data),
-            "settings": settings_description(spec),
+            "settings": settings,
             "rng_state": rng.bit_generator.state,
-            "state": _state_tree(state, data),
+            "state": state.to_tree(data),
             "record": record.to_tree(),
         },
     )
@@ -204,11 +201,11 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     return tree
 
 
-def _resume(path: Path, rng, data: Data, spec: ModelSpec, n_iter: int, burn_in: int):
+def _resume(path: Path, rng, data: Data, settings: dict, state_type, n_iter: int, burn_in: int):
     saved = load_checkpoint(path)
-    _check_belongs(path, saved, data, spec, n_iter, burn_in)
+    _check_belongs(path, saved, data, settings, n_iter, burn_in)
     try:
-        state = _state_from_tree(saved["state"], data)
+        state = state_type.from_tree(saved["state"], data)
     except (KeyError, TypeError, ValueError, IndexError) as err:
         raise CheckpointError(f"{path} is not a usable ibp-rflvm checkpoint: bad state ({err!r})") from None
     try:
@@ -233,54 +230,86 @@ def run_chain(
     progress=None,
     threads: blocks.Blocks | None = None,
 ) -> ChainResult:
-    """Run (or continue) one chain of `n_iter` sweeps, keeping every sample after `burn_in`.
+    """Run (or continue) one chain of `spec`'s sweep for `n_iter` sweeps, keeping every sample
+    after `burn_in` (see :func:`drive` for checkpoints, resuming and `threads`)."""
+    kernel = build_sweep(spec, make_target(spec, data))
+    state, record = drive(
+        rng, kernel, ChainState, data, spec, settings_description(spec), n_iter, burn_in,
+        checkpoint_path, checkpoint_every, resume, progress, threads,
+    )  # fmt: skip
+    return ChainResult(state=state, record=record)
+
+
+def drive(
+    rng: np.random.Generator,
+    kernel,
+    state_type: type,
+    data: Data,
+    spec: ModelSpec,
+    settings: dict,
+    n_iter: int,
+    burn_in: int,
+    checkpoint_path: str | os.PathLike | None = None,
+    checkpoint_every: int = 10,
+    resume: bool = False,
+    progress=None,
+    threads: blocks.Blocks | None = None,
+):
+    """Run (or continue) `kernel` for `n_iter` steps; ``(final state, ChainRecord)``.
+
+    The record keeps each step's ``state.recorded`` (a :class:`ChainState` of model `spec`):
+    its traces, and its samples after `burn_in`. `state_type` is the kernel's state class (for
+    reading a checkpoint back) and `settings` what a checkpoint must match besides the data.
 
     With `resume` and an existing checkpoint, the generator and the chain continue exactly where
     the checkpoint left them, so the result equals the uninterrupted chain bit for bit. The
-    checkpoint must belong to the same data and model settings; `n_iter` may be larger than
-    the checkpoint's (extending a finished chain), and the result then equals a chain of
-    `n_iter` sweeps run from the start with the same `burn_in`. `burn_in` must be the
-    checkpoint's unless no sample has been kept yet under either value.
+    checkpoint must belong to the same data and settings; `n_iter` may be larger than the
+    checkpoint's (extending a finished chain), and the result then equals a chain of `n_iter`
+    steps run from the start with the same `burn_in`. `burn_in` must be the checkpoint's unless
+    no sample has been kept yet under either value.
 
-    `threads` (:class:`ibp_rflvm.blocks.Blocks`, default one thread) runs each sweep's blocked
+    `threads` (:class:`ibp_rflvm.blocks.Blocks`, default one thread) runs each step's blocked
     work on that many threads. It is not part of what a checkpoint belongs to: the chain is the
     same bit for bit with any thread count, so a chain checkpointed on 2 threads resumes on 1.
     """
     with blocks.active(blocks.Blocks() if threads is None else threads):
-        return _run_chain(
-            rng, data, spec, n_iter, burn_in, checkpoint_path, checkpoint_every, resume, progress
-        )
+        return _drive(
+            rng, kernel, state_type, data, spec, settings, n_iter, burn_in, checkpoint_path,
+            checkpoint_every, resume, progress,
+        )  # fmt: skip
 
 
-def _run_chain(
-    rng, data, spec, n_iter, burn_in, checkpoint_path, checkpoint_every, resume, progress
-) -> ChainResult:
+def _drive(
+    rng, kernel, state_type, data, spec, settings, n_iter, burn_in, checkpoint_path, checkpoint_every,
+    resume, progress,
+):
     path = Path(checkpoint_path) if checkpoint_path is not None else None
     start = 0
     timed = (0.0, 0)  # (seconds, sweeps) timed before this call, carried over from a checkpoint
     if resume and path is not None and path.exists():
         remove_stale_temporaries(path)
-        state, record, start, timed = _resume(path, rng, data, spec, n_iter, burn_in)
+        state, record, start, timed = _resume(path, rng, data, settings, state_type, n_iter, burn_in)
     else:
-        state = init_state(rng, data, spec)
+        state = kernel.init(rng)
         record = ChainRecord()
     if progress is not None and start:
         progress.update(start)
     k_eff: int | str = "?"  # effective dimensions shown in the progress bar, until first scored
     t0 = time.perf_counter()
     for t in range(start, n_iter):
-        state, info = sweep(rng, state, data, spec)
-        record.add(state, info, keep=t >= burn_in, spec=spec)
+        state, info = kernel.step(rng, state)
+        kept = state.recorded
+        record.add(kept, info, keep=t >= burn_in)
         done = t + 1
         if progress is not None:
             # Scoring K dimensions costs K likelihood evaluations, so the effective number of
             # dimensions is refreshed only every PROGRESS_EFFECTIVE_EVERY sweeps (and at the
             # last), and only when a progress bar shows it. It draws no random numbers.
             if done % PROGRESS_EFFECTIVE_EVERY == 0 or done == n_iter:
-                k_eff = effective_share(*importance_and_gain(state.H, state.W, state.params, data, spec))
-            progress.set_postfix(k_plus=info["k_plus"], k_eff=k_eff, refresh=False)
+                k_eff = effective_share(*importance_and_gain(kept.H, kept.W, kept.params, data, spec))
+            progress.set_postfix(k_plus=info.k_plus, k_eff=k_eff, refresh=False)
             progress.update(1)
         if path is not None and (done % checkpoint_every == 0 or done == n_iter):
             timing = (timed[0] + time.perf_counter() - t0, timed[1] + done - start)
-            _write(path, done, burn_in, data, spec, state, record, rng, timing)
-    return ChainResult(state=state, record=record)
+            _write(path, done, burn_in, data, settings, state, record, rng, timing)
+    return state, record

@@ -1,0 +1,143 @@
+"""What the sweep asks of a target, and the sweep's working copy of the chain state.
+
+A *target* is the posterior the sweep samples, chosen once from the likelihood, the data and
+the settings (:func:`ibp_rflvm.targets.make_target`): the prior alone, the collapsed Gaussian,
+or a likelihood that factorises over rows given its weights. The sweep
+(:func:`ibp_rflvm.model.build_sweep`) never asks which one it has; it calls
+
+* ``target.start_positions(K)`` for the start's latent positions, then
+  ``target.start(rng, X, Z, W)`` for its completed data, weights and log-likelihood;
+* ``target.view(w, params)``: a :class:`View` of the likelihood at the working state ``w``,
+  which carries what the updates of ``Z`` share (the features, a row cache, the linear
+  predictors), and ``target.x_view(w, params, view)`` for the updates of ``X`` and ``W``;
+* the view's moves: ``gibbs_z``, ``flips``, ``transfers``, ``absorbs``, ``row_target`` (for
+  singleton births and deaths), ``update_x``, ``update_w``, and ``finish``, which draws the
+  likelihood's own variables and returns the sweep's log-likelihood.
+
+Each view method updates the working arrays of ``w`` in place and draws from the chain's one
+Generator in a fixed order, so a seed fixes the chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..samplers import dp_mixture
+from ..samplers.dimension_moves import RowTarget
+from ..state import ChainState
+
+
+@dataclass
+class Work:
+    """Mutable copies of a state's arrays, owned by one sweep."""
+
+    X: np.ndarray
+    Z: np.ndarray
+    pi: np.ndarray
+    alpha: float
+    W: np.ndarray
+    zeta: np.ndarray
+    mu: np.ndarray
+    Sigma: np.ndarray
+    eta: float
+    Y: np.ndarray | None
+    ibp_beta: float = 1.0
+
+    @classmethod
+    def copy_of(cls, state: ChainState) -> Work:
+        return cls(
+            state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
+            state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta,
+            None if state.Y is None else state.Y.copy(), state.ibp_beta,
+        )  # fmt: skip
+
+    @property
+    def H(self) -> np.ndarray:
+        return self.X * self.Z
+
+    def resize(self, rng: np.random.Generator, keep: np.ndarray, n_new: int, lam0: float) -> None:
+        """Keep the dimensions `keep`, in that order (dropping is exact marginalisation), then
+        add `n_new` new ones, their coordinates from the prior."""
+        self.X = self.X[:, keep]
+        self.Z = self.Z[:, keep]
+        self.W, self.mu, self.Sigma = dp_mixture.keep_dimensions(self.W, self.mu, self.Sigma, keep)
+        for _ in range(n_new):
+            self.X = np.hstack([self.X, rng.standard_normal((self.X.shape[0], 1))])
+            self.Z = np.hstack([self.Z, np.zeros((self.Z.shape[0], 1), dtype=np.int8)])
+            self.W, self.mu, self.Sigma = dp_mixture.add_dimension(
+                rng, self.W, self.zeta, self.mu, self.Sigma, lam0
+            )
+        self.X = np.ascontiguousarray(self.X)
+        self.Z = np.ascontiguousarray(self.Z)
+        self.W = np.ascontiguousarray(self.W)
+
+
+class View(Protocol):
+    """The likelihood at one working state, for the moves of one sweep."""
+
+    def gibbs_z(self, rng: np.random.Generator, w: Work, counts: np.ndarray, room: np.ndarray) -> int:
+        """The slice sampler's Gibbs pass of every ``z_id`` (dimensions in ``w``'s order)."""
+
+    def flips(self, rng: np.random.Generator, w: Work, counts: np.ndarray, q_sd: float) -> int:
+        """Joint ``(z_id, x_id)`` flips of the dimensions other rows use; the number accepted."""
+
+    def transfers(
+        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None
+    ) -> tuple[int, int]:
+        """Row transfers between aligned dimensions; ``(proposed, accepted)``."""
+
+    def absorbs(
+        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None
+    ) -> tuple[int, int]:
+        """Absorb/emit between aligned dimensions; ``(proposed, accepted)``."""
+
+    @property
+    def row_target(self) -> RowTarget:
+        """One row's log-likelihood change, for the singleton birth/death move."""
+
+    def compact(self) -> None:
+        """After inactive dimensions were dropped (the features do not change)."""
+
+    def update_x(self, rng: np.random.Generator, w: Work) -> int:
+        """Elliptical slice sampling of ``X``; the number of likelihood evaluations."""
+
+    def update_w(self, rng: np.random.Generator, w: Work) -> int:
+        """The frequencies' Metropolis-Hastings step; the number accepted."""
+
+    def finish(
+        self, rng: np.random.Generator, w: Work, params: dict
+    ) -> tuple[np.ndarray | None, dict, float]:
+        """Draw the likelihood's own variables: ``(completed Y, params, log-likelihood)``."""
+
+
+class Target(Protocol):
+    """The posterior a sweep samples (see the module docstring)."""
+
+    def start_positions(self, k: int) -> np.ndarray:
+        """The start's latent positions, ``N x k``: principal components of the data with
+        unobserved entries at their column means (counts as square roots)."""
+
+    def start(
+        self, rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray
+    ) -> tuple[np.ndarray | None, dict, float]:
+        """``(completed Y, params, log-likelihood)`` of the starting state."""
+
+    def view(self, w: Work, params: dict) -> View: ...
+
+    def x_view(self, w: Work, params: dict, view: View | None) -> View: ...
+
+
+def pca_start(Y: np.ndarray, k: int, overwrite: bool = False) -> np.ndarray:
+    """The first `k` principal component scores of `Y`, each scaled to unit variance (zero
+    columns past the rank). `overwrite`: centre `Y` in place (the caller's copy, not needed
+    afterwards)."""
+    Yc = np.subtract(Y, Y.mean(axis=0), out=Y if overwrite else None)
+    U, s, _ = np.linalg.svd(Yc, full_matrices=False)
+    X = U[:, :k] * s[:k]
+    X = X / np.maximum(X.std(axis=0), 1e-12)
+    if X.shape[1] < k:
+        X = np.hstack([X, np.zeros((Y.shape[0], k - X.shape[1]))])
+    return X

@@ -1,0 +1,216 @@
+"""The collapsed Gaussian target: weights and noise integrated out (SPEC section 2.1).
+
+``y_ij ~ N(phi_i^T beta_j, sigma_j^2)`` with ``beta_j ~ N(0, sigma_j^2 I)`` and
+``sigma_j^2 ~ InvGamma(a0, b0)`` integrated out; the unobserved entries are completed by
+imputation once a sweep (data augmentation). The marginal couples the rows, so the moves run
+row by row as compiled kernels on the rank-2 row cache (:mod:`.collapsed_kernels`,
+:mod:`.row_cache`), each proposal scored in ``O(L^2 + L J)``; a frequency changes two columns of
+``Phi``, scored by the block formula of :mod:`.collapsed_frequencies`. The cache is rebuilt from
+scratch at the start of every pass, which bounds the round-off of the low-rank updates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from ..features import feature_map, row_features
+from ..likelihoods.gaussian import LOG_2PI, GaussianPrior
+from ..samplers.absorb import ordered_pairs
+from ..samplers.transfer import aligned_pairs
+from ..state import Data, ModelSpec
+from .base import Work, pca_start
+from .collapsed_frequencies import mh_frequencies
+from .collapsed_kernels import absorb_rows, ess_rows, flip_rows, gibbs_z_rows, transfer_rows
+from .row_cache import Cache, build_cache, collapsed_loglik, commit_row, eval_row, prepare_row, row_buffers
+
+
+class CollapsedRows:
+    """Rows of the collapsed Gaussian: each proposal is one rank-2 evaluation of the row cache."""
+
+    def __init__(self, Phi: np.ndarray, Y: np.ndarray, cache: Cache, prior: GaussianPrior, bias: bool):
+        N, L = Phi.shape
+        J = Y.shape[1]
+        self.Phi, self.Y, self.cache, self.bias = Phi, Y, cache, bias
+        self.a_n = prior.a0 + 0.5 * N
+        self.b0 = prior.b0
+        self.const = prior.constant(N, J)
+        self.buf = row_buffers(L, J, 0)
+        self.phi_new = np.empty(L)
+
+    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
+        c = self.cache
+        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
+        prepare_row(self.Phi[i], c.A, c.P, v, r)
+        row_features(np.ascontiguousarray(h), np.ascontiguousarray(W), self.bias, self.phi_new)
+        ll_new = eval_row(
+            self.phi_new, self.Phi[i], v, r, self.Y[i], c.A, c.P, c.Q, c.yy, c.state[0],
+            self.a_n, self.b0, self.const, u, s, w1, w2, Qn, m2,
+        )  # fmt: skip
+        self._ll_new = ll_new
+        return float(ll_new - c.state[1])
+
+    def accept(self, i: int) -> None:
+        c = self.cache
+        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
+        commit_row(
+            self.Y[i], c.A, c.P, c.Q, u, v, w1, w2, Qn, m2, c.state, self._ll_new, self.Phi[i], self.phi_new
+        )
+
+
+def sample_weights(
+    rng: np.random.Generator, cache: Cache, N: int, prior: GaussianPrior
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(beta_j, sigma_j^2)`` from their normal-inverse-gamma posterior given the completed data."""
+    a_n = prior.a0 + 0.5 * N
+    b_n = prior.b0 + 0.5 * (cache.yy - cache.Q)
+    sigma2 = b_n / rng.gamma(a_n, 1.0, size=b_n.size)
+    L, J = cache.P.shape
+    eps = rng.standard_normal((L, J))
+    # S = R R^T, so R^-T eps has covariance S^-1.
+    beta = cache.P + solve_triangular(cache.chol, eps, lower=True, trans="T") * np.sqrt(sigma2)
+    return beta, sigma2
+
+
+def impute(
+    rng: np.random.Generator,
+    Phi: np.ndarray,
+    Y: np.ndarray,
+    missing: tuple[np.ndarray, np.ndarray],
+    cache: Cache,
+    prior: GaussianPrior,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Draw the weights, then every unobserved entry from ``N(phi_i^T beta_j, sigma_j^2)``.
+
+    Returns ``(Y_completed, beta, sigma2, mean)`` with ``mean = Phi beta``; `Y` is not modified.
+    """
+    beta, sigma2 = sample_weights(rng, cache, Phi.shape[0], prior)
+    mean = Phi @ beta
+    Y = Y.copy()
+    rows, cols = missing
+    if rows.size:
+        Y[rows, cols] = mean[rows, cols] + np.sqrt(sigma2[cols]) * rng.standard_normal(rows.size)
+    return Y, beta, sigma2, mean
+
+
+def observed_loglik(Y: np.ndarray, observed: np.ndarray, mean: np.ndarray, sigma2: np.ndarray) -> float:
+    """``sum over observed entries of log N(y_ij | mean_ij, sigma_j^2)``."""
+    ll = -0.5 * (LOG_2PI + np.log(sigma2) + (Y - mean) ** 2 / sigma2)
+    return float(np.sum(ll[observed], dtype=np.float64))
+
+
+# --------------------------------------------------------------------------------------------
+# The target
+# --------------------------------------------------------------------------------------------
+
+
+class CollapsedGaussianTarget:
+    """The collapsed Gaussian posterior of one data set (see the module docstring)."""
+
+    def __init__(self, likelihood, data: Data, spec: ModelSpec) -> None:
+        self.prior: GaussianPrior = likelihood.prior
+        self.data = data
+        self.bias = spec.bias
+
+    def filled(self) -> np.ndarray:
+        """The data with unobserved entries at their column means (the start's completion)."""
+        Y = self.data.Y
+        return np.where(self.data.observed, Y, np.nanmean(Y, axis=0))
+
+    def start_positions(self, k: int) -> np.ndarray:
+        return pca_start(self.filled(), k)
+
+    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[np.ndarray, dict, float]:
+        Phi = feature_map(X * Z, W, self.bias)
+        Y0 = self.filled()
+        cache = build_cache(Phi, Y0, self.prior)
+        Y1, beta, sigma2, mean = impute(rng, Phi, Y0, self.data.missing, cache, self.prior)
+        return Y1, {"beta": beta, "sigma2": sigma2}, observed_loglik(Y1, self.data.observed, mean, sigma2)
+
+    def view(self, w: Work, params: dict) -> CollapsedView:
+        return CollapsedView(self, w)
+
+    def x_view(self, w: Work, params: dict, view) -> CollapsedView:
+        # X and W move after Z: the features are computed afresh.
+        return CollapsedView(self, w)
+
+    def scorer(self, Phi: np.ndarray, params: dict):
+        """``f(Phi_d)``: the collapsed log-likelihood of the data completed by this sample's
+        mean, so the weights adapt to a changed ``Phi`` (the effective dimensions' score).
+
+        The sample's own mean keeps unobserved entries from carrying information of their own
+        (zeros or column means would fight the observed ones); it favours the full model
+        slightly, as those entries fit it exactly, which only matters when much of the data is
+        unobserved."""
+        Yc = np.where(self.data.observed, self.data.Y, Phi @ params["beta"])
+        return lambda Phi_d: build_cache(Phi_d, Yc, self.prior).loglik
+
+    def loglik_under(self, Y: np.ndarray, Phi: np.ndarray, priors: list[GaussianPrior]) -> np.ndarray:
+        """The collapsed log-likelihood of the completed data `Y` under each of `priors` (the
+        levels of a replica-exchange ladder): one cache serves them all."""
+        cache = build_cache(Phi, Y, self.prior)
+        N = Phi.shape[0]
+        return np.array([collapsed_loglik(cache.Q, cache.yy, cache.logdet, N, p) for p in priors])
+
+
+class CollapsedView:
+    """The features ``Phi`` of one working state; each pass builds its row cache from them."""
+
+    def __init__(self, target: CollapsedGaussianTarget, w: Work) -> None:
+        self.t = target
+        self.Phi = feature_map(w.X * w.Z, w.W, target.bias)
+        self.w = w  # its completed data Y changes only in finish()
+        self._rows: CollapsedRows | None = None
+
+    def _cache(self, w: Work) -> Cache:
+        return build_cache(self.Phi, w.Y, self.t.prior)
+
+    def _args(self, w: Work, cache: Cache) -> tuple:
+        N = self.Phi.shape[0]
+        prior = self.t.prior
+        return (
+            w.X, w.Z, w.W, self.t.bias, self.Phi, w.Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
+            prior.a0 + 0.5 * N, prior.b0, prior.constant(N, w.Y.shape[1]),
+        )  # fmt: skip
+
+    def gibbs_z(self, rng, w: Work, counts, room) -> int:
+        return gibbs_z_rows(rng, *self._args(w, self._cache(w)), w.pi, counts, room)
+
+    def flips(self, rng, w: Work, counts, q_sd: float) -> int:
+        cache = self._cache(w)
+        n_acc = flip_rows(rng, *self._args(w, cache), counts, q_sd, w.ibp_beta)
+        # The pair moves and the singleton births and deaths go on from the flips' cache.
+        self._rows = CollapsedRows(self.Phi, w.Y, cache, self.t.prior, self.t.bias)
+        return n_acc
+
+    @property
+    def row_target(self) -> CollapsedRows:
+        if self._rows is None:
+            self._rows = CollapsedRows(self.Phi, self.w.Y, self._cache(self.w), self.t.prior, self.t.bias)
+        return self._rows
+
+    def transfers(self, rng, w: Work, counts, min_cos: float, budget) -> tuple[int, int]:
+        chosen = aligned_pairs(w.W, min_cos, rng, budget)
+        return transfer_rows(rng, *self._args(w, self.row_target.cache), counts, *chosen, w.ibp_beta)
+
+    def absorbs(self, rng, w: Work, counts, min_cos: float, budget) -> tuple[int, int]:
+        chosen = ordered_pairs(w.W, min_cos, rng, budget)
+        return absorb_rows(rng, *self._args(w, self.row_target.cache), counts, *chosen, w.ibp_beta)
+
+    def compact(self) -> None:
+        pass
+
+    def update_x(self, rng, w: Work) -> int:
+        return ess_rows(rng, *self._args(w, self._cache(w)))
+
+    def update_w(self, rng, w: Work) -> int:
+        accepted, _ = mh_frequencies(
+            rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.Phi, w.Y, self._cache(w), self.t.prior
+        )
+        return accepted
+
+    def finish(self, rng, w: Work, params: dict) -> tuple[np.ndarray, dict, float]:
+        Phi = feature_map(w.X * w.Z, w.W, self.t.bias)
+        cache = build_cache(Phi, w.Y, self.t.prior)
+        Y, beta, sigma2, mean = impute(rng, Phi, w.Y, self.t.data.missing, cache, self.t.prior)
+        return Y, {"beta": beta, "sigma2": sigma2}, observed_loglik(Y, self.t.data.observed, mean, sigma2)

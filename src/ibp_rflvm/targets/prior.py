@@ -1,0 +1,94 @@
+"""The prior-only target: no likelihood, for the sampler checks (SPEC section 7).
+
+Every proposal leaves the likelihood at 0, so elliptical slice sampling accepts its first
+proposal (``X`` is redrawn around its ellipse) and the frequencies' Metropolis-Hastings step,
+whose proposal is the prior, always accepts. The start is the likelihood's own
+(:meth:`PriorTarget.start` delegates), so a prior chain starts where a posterior chain would.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..samplers import ibp
+from .base import Work
+from .moves import ArrayMoves
+
+
+class NoLikelihood:
+    """The prior alone (for the sampler checks): every proposal leaves the likelihood at 0."""
+
+    def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
+        return 0.0
+
+    def accept(self, i: int) -> None:
+        pass
+
+    def deltas(self, H_alt: np.ndarray, W: np.ndarray) -> np.ndarray:
+        return np.zeros(H_alt.shape[0])
+
+    def accept_rows(self, rows: np.ndarray) -> None:
+        pass
+
+    def deltas_at(self, rows: np.ndarray, H_rows: np.ndarray, W: np.ndarray) -> np.ndarray:
+        return np.zeros(rows.size)
+
+    def accept_at(self, idx: np.ndarray) -> None:
+        pass
+
+
+class PriorTarget:
+    """The IBP-RFLVM's prior; `start_from` is the likelihood's target, whose start it keeps."""
+
+    def __init__(self, start_from) -> None:
+        self.start_from = start_from
+
+    def start_positions(self, k: int) -> np.ndarray:
+        return self.start_from.start_positions(k)
+
+    def start(self, rng: np.random.Generator, X, Z, W):
+        return self.start_from.start(rng, X, Z, W)
+
+    def view(self, w: Work, params: dict) -> PriorView:
+        return PriorView()
+
+    def x_view(self, w: Work, params: dict, view) -> PriorView:
+        return view if view is not None else PriorView()
+
+    def scorer(self, Phi: np.ndarray, params: dict):
+        return lambda Phi_d: 0.0
+
+
+class PriorView(ArrayMoves):
+    def _row_target(self) -> NoLikelihood:
+        return NoLikelihood()
+
+    def gibbs_z(self, rng, w: Work, counts, room) -> int:
+        zero = np.zeros(w.Z.shape[0])
+        for d in range(w.Z.shape[1]):
+            ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts, room)
+        return 0
+
+    def compact(self) -> None:
+        pass
+
+    def update_x(self, rng, w: Work) -> int:
+        # ESS without a likelihood: the first point of the ellipse is accepted.
+        N = w.X.shape[0]
+        theta = rng.random(N) * 2.0 * math.pi
+        nu = rng.standard_normal(w.X.shape)
+        w.X = w.X * np.cos(theta)[:, None] + nu * np.sin(theta)[:, None]
+        return 0
+
+    def update_w(self, rng, w: Work) -> int:
+        # MH whose proposal is the prior accepts every draw: W is its mixture component's draw.
+        if w.W.shape[1]:
+            e = rng.standard_normal(w.W.shape)
+            chol = np.array([np.linalg.cholesky(S) for S in w.Sigma])
+            w.W = w.mu[w.zeta] + np.einsum("mab,mb->ma", chol[w.zeta], e)
+        return 0
+
+    def finish(self, rng, w: Work, params: dict):
+        return w.Y, params, 0.0
