@@ -14,9 +14,8 @@ import numpy as np
 
 from ibp_rflvm.evaluation.cells import build_estimator, dataset_arrays, split_for
 from ibp_rflvm.evaluation.experiments import RunConfig
-from ibp_rflvm.likelihoods import gaussian
 from ibp_rflvm.model import Data, init_state
-from ibp_rflvm.targets.row_cache import apply_row, eval_row, prepare_row, row_buffers
+from ibp_rflvm.targets.row_cache import apply_row, build_cache, eval_row, prepare_row, row_buffers
 
 
 def main() -> None:
@@ -28,7 +27,7 @@ def main() -> None:
     state = init_state(np.random.default_rng(1), data, spec)
     Phi = state.phi(spec.bias)
     prior = spec.likelihood.prior
-    cache = gaussian.build_cache(Phi, state.Y, prior)
+    cache = build_cache(Phi, state.Y, prior)
     L, J = Phi.shape[1], state.Y.shape[1]
     phi_new, v, u, r, s, w1, w2, Qn, m2, _ = row_buffers(L, J, 41)
     prepare_row(Phi[0], cache.A, cache.P, v, r)

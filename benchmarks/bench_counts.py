@@ -60,7 +60,7 @@ def main() -> None:
     name_ = short.get(args.likelihood, args.likelihood)
     for label, ibp_on in ((f"{name_} IBP-RFLVM", True), (f"{name_} RFLVM", False)):
         sec, cpu, k, info = time_sweeps(Y, ibp_on, n, likelihood=args.likelihood)
-        print(f"{label:<16} {sec:>9.3f} {cpu:>12.3f} {k:>4} {info.get('w_accepted', 0):>11}", flush=True)
+        print(f"{label:<16} {sec:>9.3f} {cpu:>12.3f} {k:>4} {info.w_accepted:>11}", flush=True)
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -50,10 +50,10 @@ def bench(name: str, warm: int, reps: int, init_dims: int = 12) -> dict:
                 _, info = model.sweep(np.random.default_rng(r + 1), state, data, sp)
                 times[label].append(time.perf_counter() - t0)
                 if label == "default":
-                    times["flips"].append(info["seconds_moves"]["flips"])
-                    times["transfers"].append(info["seconds_moves"]["transfers"])
-                    times["absorbs"].append(info["seconds_moves"]["absorbs"])
-                    times["singletons"].append(info["seconds_moves"]["singletons"])
+                    times["flips"].append(info.seconds_moves.flips)
+                    times["transfers"].append(info.seconds_moves.transfers)
+                    times["absorbs"].append(info.seconds_moves.absorbs)
+                    times["singletons"].append(info.seconds_moves.singletons)
     med = {k: float(np.median(v)) for k, v in times.items()}
     med["k_plus"] = state.k_plus
     med["likelihood"] = lik.name

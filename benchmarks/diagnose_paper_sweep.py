@@ -34,8 +34,8 @@ def main(argv=None) -> None:
         state = model.init_state(rng, data, spec)
         for _ in range(args.n_iter):
             state, info = model.sweep(rng, state, data, spec)
-            slices.append(info["slice"])
-            new.append(info["new_dims"])
+            slices.append(info.slice)
+            new.append(info.new_dims)
             kp.append(state.k_plus)
             alpha.append(state.alpha)
     print(f"{args.dataset}, paper's sweep from K = {args.init_dims}, {args.n_iter} sweeps")

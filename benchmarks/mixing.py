@@ -33,11 +33,9 @@ SHARES = (0.02, 0.05, 0.1)
 
 
 class _Estimator(IBPRFLVM):
-    """IBPRFLVM with the frequency update chosen by `--frequency-update` (a ModelSpec option,
-    set on the instance after construction)."""
+    """IBPRFLVM with the dimension moves' settings (ModelSpec options the estimator does not
+    expose) set on the instance after construction."""
 
-    frequency_update = "mh"
-    start_density = 1.0
     transfer_min_cos = 0.3
     flip_scale = 0.2
     absorb_min_cos = 0.3
@@ -45,15 +43,14 @@ class _Estimator(IBPRFLVM):
 
     def _spec(self):
         return replace(
-            super()._spec(), frequency_update=self.frequency_update, start_density=self.start_density,
-            transfer_min_cos=self.transfer_min_cos, flip_scale=self.flip_scale,
+            super()._spec(), transfer_min_cos=self.transfer_min_cos, flip_scale=self.flip_scale,
             absorb_min_cos=self.absorb_min_cos, ibp_beta_warmup=self.ibp_beta_warmup,
         )
 
 
 def _chain(
     Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
-    frequency_update="mh", start_density=1.0, transfer_min_cos=0.3, flip_scale=0.2,
+    transfer_min_cos=0.3, flip_scale=0.2,
     absorb_min_cos=0.3, max_dims=None, ibp_beta=1.0, ibp_beta_prior=(1.0, 1.0), ibp_beta_warmup=0,
 ):
     t0 = time.perf_counter()
@@ -62,8 +59,6 @@ def _chain(
         alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1], max_dims=max_dims,
         ibp_beta=ibp_beta, ibp_beta_prior=ibp_beta_prior,
     )
-    est.frequency_update = frequency_update
-    est.start_density = start_density
     est.transfer_min_cos = transfer_min_cos
     est.flip_scale = flip_scale
     est.absorb_min_cos = absorb_min_cos
@@ -128,9 +123,7 @@ def main(argv=None) -> dict:
     p.add_argument("--alpha-prior", type=float, nargs=2, default=None)
     p.add_argument("--mask-seed", type=int, default=0)
     p.add_argument("--replicas", type=int, default=1, help="levels of replica exchange (Gaussian only)")
-    p.add_argument("--frequency-update", default="mh", choices=["mh", "ess"])
     p.add_argument("--replica-top", type=float, default=5.0, help="the hottest level's multiple of b0")
-    p.add_argument("--start-density", type=float, default=1.0, help="fraction of Z on at the start")
     p.add_argument(
         "--transfer-min-cos", type=lambda v: None if v == "none" else float(v), default=0.3,
         help="row transfers between dimensions whose frequencies have |cos| >= this ('none': off)",
@@ -167,8 +160,8 @@ def main(argv=None) -> dict:
     chains = Parallel(n_jobs=args.n_jobs)(
         delayed(_chain)(
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
-            (args.replicas, args.replica_top), args.frequency_update, args.start_density,
-            args.transfer_min_cos, args.flip_scale, args.absorb_min_cos, args.max_dims, args.ibp_beta,
+            (args.replicas, args.replica_top), args.transfer_min_cos, args.flip_scale,
+            args.absorb_min_cos, args.max_dims, args.ibp_beta,
             tuple(args.ibp_beta_prior), args.ibp_beta_warmup,
         )
         for s, seed in jobs
@@ -184,8 +177,6 @@ def main(argv=None) -> dict:
         "sampler": args.sampler,
         "alpha_prior": alpha_prior,
         "replicas": [args.replicas, args.replica_top],
-        "frequency_update": args.frequency_update,
-        "start_density": args.start_density,
         "transfer_min_cos": args.transfer_min_cos,
         "flip_scale": args.flip_scale,
         "absorb_min_cos": args.absorb_min_cos,

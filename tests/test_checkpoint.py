@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
-from ibp_rflvm.mcmc.driver import load_checkpoint
 from ibp_rflvm.datasets import make_cambridge
+from ibp_rflvm.mcmc.driver import load_checkpoint
 
 N_ITER = 24
 SCRIPT = """

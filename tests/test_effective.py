@@ -7,7 +7,6 @@ import pytest
 from scipy.stats import poisson
 
 from ibp_rflvm import IBPRFLVM, RFLVM
-from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.datasets import make_cambridge
 from ibp_rflvm.effective import (
     DEFAULT_THRESHOLD,
@@ -19,8 +18,9 @@ from ibp_rflvm.effective import (
 from ibp_rflvm.estimator import effective_draws
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
-from ibp_rflvm.likelihoods.gaussian import loglik_direct
+from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.model import Data, ModelSpec
+from ibp_rflvm.targets.collapsed import loglik_direct
 
 
 def _gaussian_problem(seed: int = 0):

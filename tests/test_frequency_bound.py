@@ -8,8 +8,8 @@ import pytest
 from scipy.special import expit
 
 from ibp_rflvm import model
-from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.targets import factorised_state as factorised
 from ibp_rflvm.targets.frequency_bound import FrequencyBound
 

@@ -1,16 +1,18 @@
-"""The collapsed Gaussian likelihood: closed forms, and every low-rank path against the direct one."""
+"""The collapsed Gaussian target: closed forms, and every low-rank path against the direct one."""
 
 import numpy as np
 import pytest
 from scipy.stats import multivariate_t
 
 from ibp_rflvm.features import feature_map
-from ibp_rflvm.likelihoods import gaussian as g
-from ibp_rflvm.likelihoods import make_likelihood
-from ibp_rflvm.model import ModelSpec
+from ibp_rflvm.likelihoods.gaussian import GaussianPrior
 from ibp_rflvm.samplers import dp_mixture, ibp
+from ibp_rflvm.targets.collapsed import impute, loglik_direct
+from ibp_rflvm.targets.collapsed_frequencies import mh_frequencies
+from ibp_rflvm.targets.collapsed_kernels import ess_rows, gibbs_z_rows
+from ibp_rflvm.targets.row_cache import build_cache
 
-PRIOR = g.GaussianPrior(a0=1.3, b0=0.7)
+PRIOR = GaussianPrior(a0=1.3, b0=0.7)
 
 
 def _problem(seed=0, N=40, J=5, M=8, K=3):
@@ -29,7 +31,7 @@ def _kernel_args(X, Z, W, Phi, Y, cache):
 
 
 def _assert_cache_matches(cache, Phi, Y):
-    direct = g.build_cache(Phi, Y, PRIOR)
+    direct = build_cache(Phi, Y, PRIOR)
     assert cache.loglik == pytest.approx(direct.loglik, rel=1e-10, abs=1e-8)
     assert cache.logdet == pytest.approx(direct.logdet, rel=1e-10, abs=1e-8)
     np.testing.assert_allclose(cache.A, direct.A, atol=1e-8)
@@ -44,15 +46,15 @@ def test_collapsed_marginal_is_multivariate_student_t():
     # y_j ~ t_{2 a0}(0, (b0 / a0) (Phi Phi^T + I)), independently over columns.
     shape = (PRIOR.b0 / PRIOR.a0) * (Phi @ Phi.T + np.eye(N))
     brute = sum(multivariate_t(np.zeros(N), shape, df=2 * PRIOR.a0).logpdf(y) for y in Y.T)
-    assert g.loglik_direct(Phi, Y, PRIOR) == pytest.approx(brute, rel=1e-12, abs=1e-8)
+    assert loglik_direct(Phi, Y, PRIOR) == pytest.approx(brute, rel=1e-12, abs=1e-8)
 
 
 def test_ess_rank_two_updates_match_direct():
     rng, X, Z, W, Y = _problem()
     Phi = feature_map(X * Z, W)
-    cache = g.build_cache(Phi, Y, PRIOR)
+    cache = build_cache(Phi, Y, PRIOR)
     X0 = X.copy()
-    n_evals = g.ess_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache))
+    n_evals = ess_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache))
     assert n_evals >= Z.any(axis=1).sum()
     assert not np.array_equal(X, X0)
     np.testing.assert_allclose(Phi, feature_map(X * Z, W), atol=1e-12)
@@ -62,12 +64,12 @@ def test_ess_rank_two_updates_match_direct():
 def test_z_kernel_rank_two_updates_match_direct():
     rng, X, Z, W, Y = _problem(seed=1)
     Phi = feature_map(X * Z, W)
-    cache = g.build_cache(Phi, Y, PRIOR)
+    cache = build_cache(Phi, Y, PRIOR)
     pi = np.array([0.7, 0.5, 0.3])
     counts = Z.sum(axis=0).astype(np.int64)
     Z0 = Z.copy()
     room = ibp.room(int(np.count_nonzero(counts)), None)
-    flips = g.gibbs_z_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache), pi, counts, room)
+    flips = gibbs_z_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache), pi, counts, room)
     assert flips == np.count_nonzero(Z != Z0) or flips >= np.count_nonzero(Z != Z0)
     assert flips > 0
     np.testing.assert_array_equal(counts, Z.sum(axis=0))
@@ -80,7 +82,7 @@ def _frequency_problem():
     rng, X, Z, W, Y = _problem(seed=2)
     H = X * Z
     Phi = feature_map(H, W)
-    cache = g.build_cache(Phi, Y, PRIOR)
+    cache = build_cache(Phi, Y, PRIOR)
     zeta = rng.integers(0, 2, W.shape[0])
     mu, Sigma = dp_mixture.sample_components(rng, W, zeta, 1.0)
     return rng, H, W, zeta, mu, Sigma, Phi, Y, cache
@@ -89,32 +91,12 @@ def _frequency_problem():
 def test_frequency_rank_four_updates_match_direct():
     rng, H, W, zeta, mu, Sigma, Phi, Y, cache = _frequency_problem()
     W0 = W.copy()
-    accepted, carried = g.mh_frequencies(rng, H, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
+    accepted, carried = mh_frequencies(rng, H, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
     assert accepted == np.count_nonzero(np.any(W != W0, axis=1))
     assert accepted > 0
     np.testing.assert_allclose(Phi, feature_map(H, W), atol=1e-12)
     _assert_cache_matches(cache, Phi, Y)
     assert carried == pytest.approx(cache.loglik, rel=1e-12, abs=1e-8)
-
-
-def test_frequency_ess_updates_match_direct():
-    rng, H, W, zeta, mu, Sigma, Phi, Y, cache = _frequency_problem()
-    W0 = W.copy()
-    n_evals, carried = g.ess_frequencies(rng, H, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
-    # ESS always moves: every frequency changes, after at least one evaluation each.
-    assert np.all(np.any(W != W0, axis=1))
-    assert n_evals >= W.shape[0]
-    np.testing.assert_allclose(Phi, feature_map(H, W), atol=1e-12)
-    _assert_cache_matches(cache, Phi, Y)
-    assert carried == pytest.approx(cache.loglik, rel=1e-12, abs=1e-8)
-
-
-def test_frequency_update_names_are_checked():
-    with pytest.raises(ValueError, match="frequency_update must be one of"):
-        ModelSpec(frequency_update="gibbs")
-    # The count likelihoods' frequency step is MH only: asking for ESS there must not pass silently.
-    with pytest.raises(ValueError, match="collapsed Gaussian only"):
-        ModelSpec(frequency_update="ess", likelihood=make_likelihood("poisson"))
 
 
 def test_frequency_updates_stay_accurate_at_large_n():
@@ -127,12 +109,12 @@ def test_frequency_updates_stay_accurate_at_large_n():
     W = rng.standard_normal((M, K))
     Phi = feature_map(X, W)
     Y = Phi @ rng.standard_normal((2 * M, J)) + 0.3 * rng.standard_normal((N, J))
-    cache = g.build_cache(Phi, Y, PRIOR)
+    cache = build_cache(Phi, Y, PRIOR)
     zeta = np.zeros(M, dtype=np.int64)
     mu, Sigma = dp_mixture.sample_components(rng, W, zeta, 1.0)
-    accepted, carried = g.mh_frequencies(rng, X, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
+    accepted, carried = mh_frequencies(rng, X, W, zeta, mu, Sigma, Phi, Y, cache, PRIOR)
     assert accepted >= 5
-    direct = g.build_cache(feature_map(X, W), Y, PRIOR)
+    direct = build_cache(feature_map(X, W), Y, PRIOR)
     assert carried == pytest.approx(direct.loglik, rel=1e-10, abs=1e-6)
 
 
@@ -144,8 +126,8 @@ def test_imputation_draws_from_the_model_not_zeros():
     rows, cols = np.nonzero(rng.random((N, J)) < 0.3)
     Y_start = truth.copy()
     Y_start[rows, cols] = 0.0  # a poor starting completion; the draw must not depend on it much
-    cache = g.build_cache(Phi, Y_start, PRIOR)
-    Y_new, beta, sigma2, _ = g.impute(rng, Phi, Y_start, (rows, cols), cache, PRIOR)
+    cache = build_cache(Phi, Y_start, PRIOR)
+    Y_new, beta, sigma2, _ = impute(rng, Phi, Y_start, (rows, cols), cache, PRIOR)
     observed = np.ones((N, J), bool)
     observed[rows, cols] = False
     np.testing.assert_array_equal(Y_new[observed], Y_start[observed])

@@ -60,7 +60,7 @@ def _prior_chain(
         row_counts.append(state.Z.sum(axis=1).mean())
         x2.append(np.mean(state.X**2) if state.X.size else 1.0)
         for key in moved:
-            moved[key] += info.get(key, 0)
+            moved[key] += getattr(info, key, 0)
     return np.array(k_plus[200:]), np.array(row_counts[200:]), np.array(x2[200:]), moved
 
 

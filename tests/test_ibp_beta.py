@@ -120,13 +120,13 @@ def _prior_chain(
     moved = dict.fromkeys(("births", "deaths", "flips", "transfers", "absorbs"), 0)
     for _ in range(n_sweeps):
         state, info = model.sweep(rng, state, data, spec)
-        assert "slice" not in info  # no stick-breaking step under the two-parameter IBP
+        assert math.isnan(info.slice)  # no stick-breaking step under the two-parameter IBP
         out["k_plus"].append(state.k_plus)
         out["rows"].append(state.Z.sum(axis=1).mean())
         out["beta"].append(state.ibp_beta)
         out["x2"].append(np.mean(state.X**2) if state.X.size else 1.0)
         for key in moved:
-            moved[key] += info.get(key, 0)
+            moved[key] += getattr(info, key, 0)
     return {k: np.asarray(v[burn:], dtype=float) for k, v in out.items()}, moved
 
 

@@ -30,7 +30,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
     data = model.Data.from_array(Y)
     state = model.init_state(rng, data, spec)
     keys = ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in", "births", "deaths", "transfers")
-    keys += ("absorbs", "whole", "ibp_beta", "log_ibp_beta")
+    keys += ("absorbs", "ibp_beta", "log_ibp_beta")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         Phi = state.phi(spec.bias)
@@ -40,11 +40,10 @@ def _successive_conditional(spec, n_sweeps, seed=0):
         data = model.Data.from_array(Y_new)
         state = replace(state, Y=np.where(data.observed, fresh, state.Y))
         state, info = model.sweep(rng, state, data, spec)
-        out["births"].append(info.get("births", 0))
-        out["deaths"].append(info.get("deaths", 0))
-        out["transfers"].append(info.get("transfers", 0))
-        out["absorbs"].append(info.get("absorbs", 0))
-        out["whole"].append(info.get("whole_birth", 0) + info.get("whole_death", 0))
+        out["births"].append(info.births)
+        out["deaths"].append(info.deaths)
+        out["transfers"].append(info.transfers)
+        out["absorbs"].append(info.absorbs)
         out["alpha"].append(state.alpha)
         out["ibp_beta"].append(state.ibp_beta)
         out["log_ibp_beta"].append(math.log(state.ibp_beta))
@@ -90,29 +89,21 @@ def _assert_prior_moments(spec, draws: dict) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("ibp_on", "whole_move", "frequency_update", "max_dims", "pairs_per_dim"),
-    [
-        (True, None, "mh", None, 1.0), (False, None, "mh", None, 1.0), (True, "informed", "mh", None, 1.0),
-        (True, None, "ess", None, 1.0), (True, None, "mh", 2, 1.0), (True, None, "mh", None, 0.01),
-    ],
-    ids=[
-        "ibp-rflvm", "dense-rflvm", "ibp-rflvm-whole-dimension-moves", "ibp-rflvm-frequency-ess",
-        "ibp-rflvm-capped", "ibp-rflvm-one-pair-per-sweep",
-    ],
+    ("ibp_on", "max_dims", "pairs_per_dim"),
+    [(True, None, 1.0), (False, None, 1.0), (True, 2, 1.0), (True, None, 0.01)],
+    ids=["ibp-rflvm", "dense-rflvm", "ibp-rflvm-capped", "ibp-rflvm-one-pair-per-sweep"],
 )
-def test_gaussian_sweep_gets_it_right(ibp_on, whole_move, frequency_update, max_dims, pairs_per_dim):
+def test_gaussian_sweep_gets_it_right(ibp_on, max_dims, pairs_per_dim):
     # pairs_per_dim=0.01: the pair moves visit one aligned pair per sweep, a random one of the
     # several that M = 3 frequencies usually give, so the subset draw is part of the test.
     spec = model.ModelSpec(
-        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), whole_move=whole_move,
-        frequency_update=frequency_update, max_dims=max_dims, pairs_per_dim=pairs_per_dim,
+        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), max_dims=max_dims,
+        pairs_per_dim=pairs_per_dim,
     )
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
         assert draws["transfers"].sum() > 500 and draws["absorbs"].sum() > 500
-    if whole_move:
-        assert draws["whole"].sum() > 200
     if max_dims is not None:
         assert draws["k_plus"].max() <= max_dims
     _assert_prior_moments(spec, draws)

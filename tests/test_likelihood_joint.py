@@ -81,7 +81,7 @@ CASES = {
 
 
 def _successive_conditional(
-    name, ibp_on, n_sweeps, seed=0, burn=300, whole_move=None, max_dims=None, beta_prior=None
+    name, ibp_on, n_sweeps, seed=0, burn=300, max_dims=None, beta_prior=None
 ):
     hyper, draw = CASES[name]
     name = name.split("+")[0]
@@ -89,7 +89,7 @@ def _successive_conditional(
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
-        whole_move=whole_move, max_dims=max_dims,
+        max_dims=max_dims,
         **({} if beta_prior is None else {"ibp_beta": None, "ibp_beta_prior": beta_prior}),
     )
     rng = np.random.default_rng(seed)
@@ -100,7 +100,7 @@ def _successive_conditional(
     state = model.init_state(rng, data, spec)
     free = J - 1 if name == "multinomial" else J
     keys = ("alpha", "eta", "k_plus", "x2", "w_in", "beta1", "beta2", "r", "logr", "births", "flips")
-    keys += ("transfers", "absorbs", "whole", "ibp_beta", "log_ibp_beta")
+    keys += ("transfers", "absorbs", "ibp_beta", "log_ibp_beta")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         psi = state.phi(spec.bias) @ state.params["beta"] + offset
@@ -108,11 +108,10 @@ def _successive_conditional(
         data = model.Data.from_array(Y, lik)
         state, info = model.sweep(rng, state, data, spec)
         if ibp_on:
-            out["births"].append(info["births"])
-            out["whole"].append(info.get("whole_birth", 0) + info.get("whole_death", 0))
-            out["flips"].append(info["flips"])
-            out["transfers"].append(info["transfers"])
-            out["absorbs"].append(info["absorbs"])
+            out["births"].append(info.births)
+            out["flips"].append(info.flips)
+            out["transfers"].append(info.transfers)
+            out["absorbs"].append(info.absorbs)
         beta = state.params["beta"][:, :free] / SCALE
         out["alpha"].append(state.alpha)
         out["ibp_beta"].append(state.ibp_beta)
@@ -178,11 +177,6 @@ def _check(draws, expected):
 )
 def test_count_sweep_gets_it_right(name, ibp_on, n_sweeps):
     _run_and_check(name, ibp_on, n_sweeps)
-
-
-@pytest.mark.slow
-def test_whole_dimension_moves_get_it_right_with_counts():
-    _run_and_check("poisson", True, 4000, whole_move="informed")
 
 
 @pytest.mark.slow

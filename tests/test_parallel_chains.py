@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, holdout_mask
-from ibp_rflvm.mcmc.driver import load_checkpoint
 from ibp_rflvm.datasets import make_cambridge
+from ibp_rflvm.mcmc.driver import load_checkpoint
 
 N_ITER = 200  # over 1 s per chain: the signal must land before the chains end, under CI load too
 SETTINGS = {"n_iter": N_ITER, "n_frequencies": 8, "init_dims": 4, "random_state": 7, "n_chains": 2}

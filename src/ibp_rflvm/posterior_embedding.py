@@ -147,7 +147,7 @@ class PosteriorEmbeddingMixin:
                     self.spec_.bias,
                     n_sweeps,
                     burn_in,
-                    block=lambda H, smp=smp: self._block({**smp, "H": H}),
+                    block=lambda H, smp=smp: self._block(smp._replace(H=H)),
                 )
                 w = np.sqrt(weights[i] * scale)
                 new_blocks.append(w * block)

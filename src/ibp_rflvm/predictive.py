@@ -18,6 +18,7 @@ from .evaluation.metrics import heldout_entries, lpd_from_samples
 from .evaluation.metrics import perplexity as perplexity_metric
 from .features import feature_map
 from .likelihoods.offsets import for_new_rows
+from .mcmc.record import Sample
 
 
 class PredictiveMixin(TransformerMixin):
@@ -119,7 +120,7 @@ class PredictiveMixin(TransformerMixin):
         if not 0 <= burn_in < n_sweeps:
             raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
         state = self.state_
-        sample = {"W": state.W, "params": state.params, "pi": state.pi}
+        sample = Sample(state.H, state.W, state.params, state.pi)
         rng = check_random_state(0 if random_state is None else random_state)
         H_mean, recon, _ = sample_new_rows(
             rng, Yn, lik, prep, sample, self.spec_.ibp, self.spec_.bias, n_sweeps, burn_in

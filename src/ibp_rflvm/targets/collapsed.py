@@ -25,6 +25,11 @@ from .collapsed_kernels import absorb_rows, ess_rows, flip_rows, gibbs_z_rows, t
 from .row_cache import Cache, build_cache, collapsed_loglik, commit_row, eval_row, prepare_row, row_buffers
 
 
+def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float:
+    """The collapsed marginal of complete data `Y` given `Phi`, from scratch (for checks)."""
+    return build_cache(Phi, Y, prior).loglik
+
+
 class CollapsedRows:
     """Rows of the collapsed Gaussian: each proposal is one rank-2 evaluation of the row cache."""
 
