@@ -14,8 +14,15 @@ from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods.gaussian import GaussianLikelihood, GaussianPrior
-from ibp_rflvm.mcmc.tempering import Ladder, TemperedState, build_tempered, level_logliks, level_specs
-from ibp_rflvm.samplers.replica_exchange import swap_log_ratio, swap_pass
+from ibp_rflvm.mcmc.tempering import (
+    Ladder,
+    TemperedState,
+    build_tempered,
+    level_logliks,
+    level_specs,
+    swap_log_ratio,
+    swap_pass,
+)
 from ibp_rflvm.targets import make_target
 from ibp_rflvm.targets.collapsed import loglik_direct
 

@@ -74,7 +74,7 @@ class GaussianLikelihood:
         ll = -0.5 * (LOG_2PI + np.log(var) + (y - psi) ** 2 / var)
         return np.sum(np.where(prep.observed[rows], ll, 0.0), axis=1, dtype=np.float64)
 
-    def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None) -> np.ndarray:
+    def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
         var = params["sigma2"][cols]
         mean = psi_u[row_pos, cols]
         return -0.5 * (LOG_2PI + np.log(var) + (y - mean) ** 2 / var)

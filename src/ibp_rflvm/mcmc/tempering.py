@@ -12,13 +12,19 @@ resumes it like any other chain; its record keeps the cold level.
 Level ``l``'s target over a state ``theta`` (latent variables, frequencies and the imputed
 entries ``Y_mis``) is ``p(theta) p(Y_obs, Y_mis | Phi(theta); b_l)``, with the weights and noise
 integrated out (SPEC 2.1). The prior ``p(theta)`` is the same at every level, so the swap's log
-ratio (:mod:`ibp_rflvm.samplers.replica_exchange`) needs only the collapsed log-likelihood of
+ratio (:func:`swap_log_ratio`) needs only the collapsed log-likelihood of
 each state's completed data under each level's ``b``:
 
 ``log r = L(theta_{l+1}; b_l) + L(theta_l; b_{l+1}) - L(theta_l; b_l) - L(theta_{l+1}; b_{l+1})``.
 
 Swaps come before each level's sweep, which ends by redrawing the weights and noise of its
 own level, so the samples the cold level keeps carry weights drawn under ``b0``.
+
+A swap of the states held at adjacent levels ``l`` and ``l + 1`` (Geyer 1991) is a Metropolis
+move on the product target ``prod_l pi_l(theta_l)``, accepted with probability ``min(1, r)``
+(:func:`swap_log_ratio`). A pass proposes the pairs ``(0, 1), (2, 3), ...`` or
+``(1, 2), (3, 4), ...`` by parity; the pairs are disjoint, so one pass is a product of
+independent exact moves (:func:`swap_pass`).
 
 Powers of the likelihood are not used as the ladder: with unobserved entries imputed, a power of
 the collapsed marginal is not a density of ``Y_mis`` the imputation step can draw from.
@@ -33,7 +39,6 @@ import numpy as np
 
 from ..likelihoods.gaussian import GaussianLikelihood
 from ..model import ChainState, Data, ModelSpec, SweepInfo, SweepKernel, build_sweep
-from ..samplers.replica_exchange import swap_pass
 from ..targets import CollapsedGaussianTarget, make_target
 from .driver import _plain, drive, settings_description
 from .record import ChainResult
@@ -109,6 +114,30 @@ class TemperedInfo(NamedTuple):
         return self.cold.n_components
 
 
+def swap_log_ratio(E: np.ndarray, lo: int) -> float:
+    """``log r`` for swapping the states at levels `lo` and ``lo + 1`` (see the module docstring)."""
+    hi = lo + 1
+    return float(E[hi, lo] + E[lo, hi] - E[lo, lo] - E[hi, hi])
+
+
+def swap_pass(rng: np.random.Generator, E: np.ndarray, parity: int) -> tuple[np.ndarray, np.ndarray]:
+    """One pass of adjacent swaps.
+
+    Returns ``order`` (level ``l`` now holds the state that slot ``order[l]`` held) and a
+    boolean per proposed pair saying whether it was accepted. One uniform is drawn per
+    proposed pair, in ladder order, so a seed fixes the pass.
+    """
+    n = E.shape[0]
+    order = np.arange(n)
+    pairs = range(parity % 2, n - 1, 2)
+    accepted = np.zeros(len(pairs), dtype=bool)
+    for p, lo in enumerate(pairs):  # at most n / 2 pairs: the ladder is short
+        if np.log(rng.random()) < swap_log_ratio(E, lo):
+            order[lo], order[lo + 1] = order[lo + 1], order[lo]
+            accepted[p] = True
+    return order, accepted
+
+
 def level_logliks(
     states: tuple[ChainState, ...], targets: list[CollapsedGaussianTarget], bias: bool
 ) -> np.ndarray:
@@ -176,5 +205,5 @@ def run_tempered(
 
 __all__ = [
     "Ladder", "TemperedInfo", "TemperedState", "build_tempered", "level_logliks", "level_specs",
-    "run_tempered",
+    "run_tempered", "swap_log_ratio", "swap_pass",
 ]  # fmt: skip
