@@ -7,7 +7,7 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, CapReachedWarning, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.evaluation.metrics import gaussian_logpdf
+from ibp_rflvm.scoring import gaussian_logpdf
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,8 @@ import pytest
 from scipy.special import logsumexp
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
-from ibp_rflvm.chain_weights import pointwise_loglik, sample_weights, scored_entries
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.stacking import psis_loo, stacking_weights
+from ibp_rflvm.stacking import pointwise_loglik, psis_loo, sample_weights, scored_entries, stacking_weights
 
 FAST = {"n_iter": 30, "n_frequencies": 12, "random_state": 0}
 

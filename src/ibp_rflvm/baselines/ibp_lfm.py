@@ -77,9 +77,9 @@ from sklearn.decomposition import FastICA
 from sklearn.exceptions import ConvergenceWarning
 
 from .._validation import as_data_matrix, check_random_state
-from ..evaluation.metrics import LOG_2PI, gaussian_logpdf, lpd_from_samples
 from ..samplers import ibp
 from ..samplers.ibp_beta import update_beta
+from ..scoring import LOG_2PI, gaussian_logpdf, lpd_from_samples
 from ._common import check_fitted, check_int, check_positive, heldout_for, resolve_burn_in
 
 
