@@ -9,6 +9,7 @@ anndata = pytest.importorskip("anndata")
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
 from ibp_rflvm.adata import ibp_rflvm  # noqa: E402
+from ibp_rflvm.embedding import posterior_embedding  # noqa: E402
 from ibp_rflvm.neighbors import N_NEIGHBORS, knn  # noqa: E402
 
 FAST = {"n_iter": 4, "n_frequencies": 6, "random_state": 0}
@@ -73,7 +74,7 @@ def test_the_graph_is_the_posterior_embeddings_knn_in_scanpys_layout(adata):
     np.testing.assert_array_equal(D.getnnz(axis=1), 7)  # self left out, as scanpy stores it
     assert abs(C - C.T).max() == 0 and np.all(C.data > 0) and np.all(C.data <= 1)
     # Neighbours by the distance in all of the embedding's components, not only embedding_'s.
-    idx, dist = knn(model._embedding().scores, 8)
+    idx, dist = knn(posterior_embedding(model.posterior_).scores, 8)
     rows = np.repeat(np.arange(adata.n_obs), 7)
     np.testing.assert_array_equal(np.asarray(D[rows, idx[:, 1:].ravel()]).ravel(), dist[:, 1:].ravel())
 

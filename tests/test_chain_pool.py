@@ -68,8 +68,8 @@ def _assert_same_chains(a, b):
     for name, trace in a.traces_.items():
         np.testing.assert_array_equal(trace, b.traces_[name], err_msg=name)
     np.testing.assert_array_equal(a.latent_, b.latent_)
-    assert len(a._samples) == len(b._samples)
-    for sa, sb in zip(a._samples, b._samples, strict=True):
+    assert len(a.posterior_.samples) == len(b.posterior_.samples)
+    for sa, sb in zip(a.posterior_.samples, b.posterior_.samples, strict=True):
         np.testing.assert_array_equal(sa.H, sb.H)
         np.testing.assert_array_equal(sa.params["beta"], sb.params["beta"])
 

@@ -7,6 +7,7 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, CapReachedWarning, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
+from ibp_rflvm.embedding import posterior_embedding
 from ibp_rflvm.scoring import gaussian_logpdf
 
 
@@ -64,7 +65,7 @@ def test_dense_model_keeps_its_dimensions(small):
     assert np.all(m.n_active_ == 3)
     assert np.all(m.state_.Z == 1)
     # Its embedding is never narrower than its latent (docs/embedding.md section 1).
-    assert m.embedding_dims_ >= min(3, m._embedding().n_available)
+    assert m.embedding_dims_ >= min(3, posterior_embedding(m.posterior_).n_available)
 
 
 def test_holdout_mask_properties():
