@@ -12,7 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from ibp_rflvm.baselines import IBPLinearFactorModel, ibp_lfm
+from ibp_rflvm.baselines import IBPLinearFactorModel
+from ibp_rflvm.baselines import ibp_lfm_gibbs as ibp_lfm
 from ibp_rflvm.datasets import make_linear_cambridge
 from ibp_rflvm.datasets.holdout import holdout_mask
 from ibp_rflvm.datasets.synthetic import cambridge_shapes
