@@ -174,3 +174,14 @@ def test_sampler_option_selects_the_paper_sweep_or_the_default(small):
     # The dense model has no dimension moves whatever the sampler; only its start differs.
     assert not RFLVM()._spec().moves and RFLVM()._spec().scaled_start
     assert IBPRFLVM().init_dims == 12
+
+
+def test_an_unknown_likelihood_is_refused_at_fit_with_the_valid_names():
+    from ibp_rflvm.likelihoods import REGISTRY
+
+    model = IBPRFLVM(likelihood="nb")  # scikit-learn: __init__ only stores
+    Y = make_cambridge(20, random_state=0)["Y"][:, :5]
+    with pytest.raises(ValueError, match="likelihood must be one of") as caught:
+        model.fit(Y)
+    message = str(caught.value)
+    assert "'nb'" in message and all(repr(name) in message for name in REGISTRY)
