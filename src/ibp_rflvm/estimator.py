@@ -1,8 +1,9 @@
 """scikit-learn style estimators: :class:`IBPRFLVM` (sparse, infinite) and :class:`RFLVM` (dense).
 
-``__init__`` stores parameters only; ``fit`` runs one MCMC chain; fitted attributes end in
-``_``. ``NaN`` in the data, or ``True`` in the ``missing_mask`` keyword, marks unobserved
-entries: they are imputed by data augmentation inside the chain, never treated as zeros.
+``__init__`` stores parameters only; ``fit`` runs the MCMC chains and keeps what they leave
+as ``posterior_`` (:class:`~ibp_rflvm.posterior.Posterior`); fitted attributes end in ``_``.
+``NaN`` in the data, or ``True`` in the ``missing_mask`` keyword, marks unobserved entries:
+they are imputed by data augmentation inside the chain, never treated as zeros.
 Data may be dense or ``scipy.sparse``; a sparse matrix's zeros are observed zeros.
 """
 
@@ -277,18 +278,11 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         self._check_fitted()
         return self.posterior_
 
-    # The tests and benchmarks of the sampler read these names of earlier versions.
-    @property
-    def _chains(self) -> tuple:
-        return self._posterior().chains
-
+    # The sampler's tests (checkpoints, offsets, recovery) still read the kept samples by this
+    # earlier name; ``posterior_.samples`` is the one to use.
     @property
     def _samples(self) -> tuple:
         return self._posterior().samples
-
-    @property
-    def _data(self) -> Data:
-        return self._posterior().data
 
     @property
     def reconstruction_(self) -> np.ndarray:
