@@ -317,8 +317,8 @@ class PosteriorEmbeddingMixin:
         Its width is not bounded by the data's ``J`` columns, for two reasons. The kernel is a
         mixture: one sample's block has rank at most ``J``, but samples, and chains in other
         modes, that place rows differently add components of their own, so carrying 90% of
-        the trace can take more than ``J`` (more with more chains in different modes: 20 on
-        13-column wine with one chain, 30 with 4). And the width is never below the posterior
+        the trace can take more than ``J`` (more with more chains in different modes: 20 columns
+        on 13-column wine in a default fit, 30 with 4 chains). And the width is never below the posterior
         median of ``K+``, which the IBP does not bound by ``J``. ``embedding(n)`` gives any
         narrower embedding; its first coordinates are the same whatever ``n``."""
         return posterior_embedding(self._posterior()).scores[:, : self.embedding_dims_].copy()
