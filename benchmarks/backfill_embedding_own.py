@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 
-from ibp_rflvm.effective_posterior import posterior_median, weighted_posterior
+from ibp_rflvm.dimensions import posterior_median, weighted_posterior
 from ibp_rflvm.evaluation.store import load_records, save_record
 
 RULE = "max(90% trace, median K+)"

@@ -30,7 +30,7 @@ from ibp_rflvm._sparse import data_matrix
 
 def held_arrays(model) -> dict[str, int]:
     """Bytes of the arrays of the size of the data (or a fair share of it) the estimator keeps."""
-    data = model._data
+    data = model.posterior_.data
     n_entries = data.Y.size
     found = {"Data.Y": data.Y.nbytes, "Data.observed": data.observed.nbytes}
     if data.prep is not None:
@@ -41,7 +41,7 @@ def held_arrays(model) -> dict[str, int]:
                 found[f"prep.extra[{name!r}]"] = value.nbytes
     found["Data.missing (indices)"] = sum(idx.nbytes for idx in data.missing)
     found["reconstruction_"] = model.reconstruction_.nbytes
-    sums = [res.record.reconstruction_sum for res in model._chains]
+    sums = [res.record.reconstruction_sum for res in model.posterior_.chains]
     found["chains' reconstruction sums"] = sum(0 if a is None else a.nbytes for a in sums)
     return found
 

@@ -26,6 +26,7 @@ from joblib import Parallel, delayed
 
 from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.datasets import load
+from ibp_rflvm.predictive import heldout_shares
 
 THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
 #: Shares of the gain over no latent dimensions (the default effective count is at 0.05).
@@ -83,7 +84,7 @@ def _chain(
     if likelihood != "gaussian":
         out["perplexity"] = float(est.perplexity(Y_test))
         # Each held-out count's ``y log p`` (p: its predicted share), for paired perplexities.
-        counts, shares = est._heldout_shares(Y_test)
+        counts, shares = heldout_shares(est.posterior_, Y_test)
         with np.errstate(divide="ignore", invalid="ignore"):
             out["pointwise_ylogp"] = np.where(counts > 0, counts * np.log(shares), 0.0).tolist()
         out["heldout_total"] = float(np.sum(counts))

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
+from ibp_rflvm.embedding import posterior_embedding  # noqa: E402
 from pbmc_summaries import load_cells, score  # noqa: E402  (this folder is on the path when run as a script)
 
 
@@ -70,7 +71,7 @@ def main() -> None:
           f"final K+ {model.latent_.shape[1]}{kplus}; alpha {model.alpha_[-1]:.2f}; dims per row "
           f"mean {used.mean():.2f} (quartiles {np.percentile(used, [25, 50, 75])}); "
           f"embedding_dims_ {model.embedding_dims_}", flush=True)  # fmt: skip
-    wide = model.embedding(min(50, model._embedding().n_available))
+    wide = model.embedding(min(50, posterior_embedding(model.posterior_).n_available))
     if args.save is not None:
         arrays = {"embedding": model.embedding_, "wide": wide, "latent": model.latent_, "labels": labels}
         np.savez_compressed(args.save, alpha=model.alpha_, n_active=model.traces_["n_active"][0], **arrays)

@@ -34,13 +34,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
-from ibp_rflvm.embedding import fit_embedding  # noqa: E402
+from ibp_rflvm.embedding import embedding_samples, fit_embedding, posterior_embedding  # noqa: E402
 from ibp_rflvm.features import feature_map  # noqa: E402
 
 
 def blocks(model, kind: str, depth: float, n_genes: int) -> list[np.ndarray]:
     """The weighted per-sample blocks of one summary."""
-    samples, weights, _ = model._embedding_samples()
+    samples, weights, _ = embedding_samples(model.posterior_)
     out = []
     for sample, w in zip(samples, weights, strict=True):
         F = feature_map(sample.H, sample.W, model.spec_.bias) @ sample.params["beta"]
@@ -107,7 +107,7 @@ def main() -> None:
     score(scx.pca(logged, 50), labels, "PCA of log-normalised counts")
     if gaussian:
         score(scx.pca(model.predict(), D), labels, "PCA of predict()")
-        score_components(model._embedding(), D, labels, "kernel PCA, signal blocks")
+        score_components(posterior_embedding(model.posterior_), D, labels, "kernel PCA, signal blocks")
         score(model.latent_, labels, "final sample latent_")
         return
     score(scx.pca(scx.log_normalised(model.predict()), D), labels, "PCA of log-normalised predict()")

@@ -19,6 +19,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ibp_rflvm import IBPRFLVM
+from ibp_rflvm.dimensions import effective_scores
 from ibp_rflvm.evaluation.cells import dataset_arrays, split_for
 
 
@@ -37,7 +38,7 @@ def main() -> None:
             likelihood=args.likelihood, n_frequencies=50, n_iter=args.sweeps,
             random_state=args.seed, sampler="default",
         ).fit(Y_train)
-        importance = np.sort(est._effective_importance(1)[0][-1])[::-1]
+        importance = np.sort(effective_scores(est.posterior_, 1)[0][-1][0])[::-1]
     n_obs = int(np.count_nonzero(~np.isnan(Y_train)))
     loglik = float(np.asarray(est.log_likelihood_).ravel()[-1])
     print(

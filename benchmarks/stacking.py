@@ -71,10 +71,10 @@ def main() -> None:
     wall = time.perf_counter() - t0
     with threadpool_limits(limits=1, user_api="blas"):
         logp = est.pointwise_log_predictive(Y_test)
-        sizes = [len(r.record.samples) for r in est._chains]
+        sizes = [len(r.record.samples) for r in est.posterior_.chains]
         bounds = np.cumsum([0, *sizes])
         n = logp.shape[1]
-        per_entry = {"stacked": logsumexp(logp, axis=0, b=est._sample_weights[:, None])}
+        per_entry = {"stacked": logsumexp(logp, axis=0, b=est.posterior_.sample_weights[:, None])}
         per_entry["pooled"] = logsumexp(logp, axis=0) - np.log(logp.shape[0])
         for k in range(len(sizes)):
             block = logp[bounds[k] : bounds[k + 1]]

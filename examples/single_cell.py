@@ -206,6 +206,7 @@ def run(
     import scipy.sparse as sp
 
     from ibp_rflvm.adata import ibp_rflvm
+    from ibp_rflvm.embedding import posterior_embedding
 
     sc.settings.verbosity = 0
     counts, labels, names = load_pbmc(h5ad)
@@ -221,7 +222,7 @@ def run(
     cpu = time.process_time() - t0
 
     k_plus = adata.obsm["X_ibp_rflvm_sample"].shape[1]
-    full = model._embedding()
+    full = posterior_embedding(model.posterior_)
     d = max(1, min(k_plus, full.n_available, min(counts.shape) - 1))
     adata.obsm["X_ibp_rflvm_D"] = model.embedding(d)
     adata.obsm["X_pca"] = pca(log_normalised(counts), d)

@@ -9,6 +9,7 @@ anndata = pytest.importorskip("anndata")
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
 from ibp_rflvm.adata import ibp_rflvm  # noqa: E402
+from ibp_rflvm.embedding import posterior_embedding  # noqa: E402
 from ibp_rflvm.neighbors import N_NEIGHBORS, knn  # noqa: E402
 
 FAST = {"n_iter": 4, "n_frequencies": 6, "random_state": 0}
@@ -73,7 +74,7 @@ def test_the_graph_is_the_posterior_embeddings_knn_in_scanpys_layout(adata):
     np.testing.assert_array_equal(D.getnnz(axis=1), 7)  # self left out, as scanpy stores it
     assert abs(C - C.T).max() == 0 and np.all(C.data > 0) and np.all(C.data <= 1)
     # Neighbours by the distance in all of the embedding's components, not only embedding_'s.
-    idx, dist = knn(model._embedding().scores, 8)
+    idx, dist = knn(posterior_embedding(model.posterior_).scores, 8)
     rows = np.repeat(np.arange(adata.n_obs), 7)
     np.testing.assert_array_equal(np.asarray(D[rows, idx[:, 1:].ravel()]).ravel(), dist[:, 1:].ravel())
 
@@ -197,3 +198,17 @@ def test_scanpys_umap_and_leiden_run_on_the_written_graph(adata):
     assert labels.notna().all() and len(labels) == adata.n_obs
     assert 1 <= labels.nunique() < adata.n_obs
     assert adata.uns["leiden"]["params"]["n_iterations"] == 2
+
+
+def test_several_chains_write_the_best_chain_and_the_weighted_posterior(adata):
+    model = IBPRFLVM("negbinom", n_chains=2, n_jobs=1, **{**FAST, "n_iter": 8, "random_state": 3})
+    ibp_rflvm(adata, model=model)
+    info, post = adata.uns["ibp_rflvm"], model.posterior_
+    best = model.best_chain_
+    assert best == 1 and post.weights[0] != post.weights[1]  # chain 0 would be the wrong answer
+    np.testing.assert_array_equal(info["k_plus"], post.traces["n_active"][best])
+    np.testing.assert_array_equal(info["log_likelihood"], model.log_likelihood_)
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_sample"], model.latent_)
+    # The dispersion is the mixture's mean: each chain's samples share that chain's weight.
+    r = np.array([smp.params["r"] for smp in post.samples])
+    np.testing.assert_allclose(adata.var["ibp_rflvm_dispersion"], post.sample_weights @ r, rtol=1e-12)

@@ -24,7 +24,7 @@ def test_chains_are_independent_and_reproducible(fitted):
     assert not np.array_equal(loglik[0], loglik[1]), "chains must differ"
     again = IBPRFLVM(n_iter=16, n_frequencies=10, random_state=0, n_chains=3, n_jobs=1).fit(Y_train)
     np.testing.assert_array_equal(again.traces_["loglik"], loglik)  # processes or not, same chains
-    assert len(m._samples) == 3 * 8  # predictions pool the kept samples of every chain
+    assert len(m.posterior_.samples) == 3 * 8  # predictions pool the kept samples of every chain
 
 
 def test_inference_data_layout(fitted):
@@ -34,15 +34,43 @@ def test_inference_data_layout(fitted):
     assert post.sizes["chain"] == 3 and post.sizes["draw"] == 8
     assert idata.warmup_posterior.sizes["draw"] == 8
     np.testing.assert_array_equal(post["k_plus"].values, m.traces_["n_active"][:, 8:])
+    # The latents, which have no identity across draws, are a group of their own.
+    assert "latent" not in post and "latent_mask" not in post
+    latents = idata["latent"]
+    assert latents.sizes["chain"] == 3 and latents.sizes["draw"] == 8
     # Padding: each draw's mask counts exactly its active dimensions; padded columns are zero.
-    mask = post["latent_mask"].values
+    mask = latents["latent_mask"].values
     np.testing.assert_array_equal(mask.sum(-1), m.traces_["n_active"][:, 8:])
-    latent = post["latent"].values
+    latent = latents["latent"].values
     assert np.all(latent[~np.broadcast_to(mask[:, :, None, :], latent.shape)] == 0.0)
     n_rows = len(distance_rows(Y_test.shape[0]))
     assert post["latent_distance"].shape[-1] == n_rows * (n_rows - 1) // 2
     n_test = np.count_nonzero(~np.isnan(Y_test))
     assert idata.log_likelihood["y_heldout"].shape == (3, 8, n_test)
+
+
+def test_arviz_defaults_take_the_export(fitted):
+    """``az.summary`` and ``az.plot_trace`` with their defaults: one row per label-invariant
+    quantity (no per-entry latent R-hats), no warning from ArviZ's statistics, a plot drawn."""
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m, _, Y_test = fitted
+    idata = m.to_inference_data(Y_test)
+    assert all(v.dtype.kind in "if" for v in idata.posterior.data_vars.values())  # no boolean
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        table = az.summary(idata)
+    n_rows = len(distance_rows(Y_test.shape[0]))
+    scalars = {"k_plus", "alpha", "eta", "loglik", "n_components"}
+    assert len(table) == len(scalars) + n_rows * (n_rows - 1) // 2
+    assert scalars <= set(table.index)
+    axes = az.plot_trace(idata)
+    assert axes.shape == (len(scalars) + 1, 2)  # one row per variable, latent_distance included
+    plt.close("all")
 
 
 def test_summary_reports_rhat_and_ess_on_invariant_quantities(fitted):

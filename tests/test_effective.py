@@ -8,6 +8,7 @@ from scipy.stats import poisson
 
 from ibp_rflvm import IBPRFLVM, RFLVM
 from ibp_rflvm.datasets import make_cambridge
+from ibp_rflvm.dimensions import effective_draws, effective_scores
 from ibp_rflvm.effective import (
     DEFAULT_THRESHOLD,
     dimension_importance,
@@ -15,7 +16,6 @@ from ibp_rflvm.effective import (
     effective_share,
     importance_and_gain,
 )
-from ibp_rflvm.estimator import effective_draws
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.mcmc.driver import run_chain
@@ -145,11 +145,12 @@ def fitted():
 def test_fitted_effective_dims(fitted):
     m = fitted
     eff = m.effective_dims_
-    samples = m._chains[0].record.samples
+    samples = m.posterior_.chain_samples(0)
     assert eff.shape == (1, len(samples)) and eff.dtype.kind == "i"
     for e, s in zip(eff[0], samples, strict=True):
         assert 0 <= e <= s.H.shape[1]
-    assert m.effective_dims_ is not None and m._effective_cache[0] is m._chains  # cached
+    # Scored once per posterior: a second call returns the stored scores, not new ones.
+    assert effective_scores(m.posterior_) is effective_scores(m.posterior_)
     post = m.effective_dims_posterior_
     assert sum(post.values()) == pytest.approx(1.0)
     assert set(post) == set(eff.ravel().tolist())
@@ -163,7 +164,9 @@ def test_final_sample_alone_gives_the_last_thinned_count(fitted):
     final = m.effective_dimensions(max_draws=1)
     assert final.shape == (1, 1)
     assert final[0, 0] == every[0, -1]  # the thinned draws always end with the final sample
-    assert m._effective_cache[2] == 1  # the one-draw scores did not reuse the full set's
+    # The one-draw scores did not reuse the full set's: each number of draws is scored apart.
+    one, full = effective_scores(m.posterior_, 1), effective_scores(m.posterior_)
+    assert len(one[0]) == 1 and one is not full and len(full[0]) == every.shape[1]
 
 
 def test_summary_reports_effective_dims_for_one_chain(fitted):

@@ -136,3 +136,30 @@ def test_row_centring_ignores_an_offset_the_likelihood_cannot_see():
     assert not np.allclose(fit_embedding(plain[:1]).scores, fit_embedding(plain[1:]).scores)
     centred = [fit_embedding([sample_block(s, True, "signal", centre_rows=True)]) for s in (smp, shifted)]
     np.testing.assert_allclose(centred[0].scores, centred[1].scores, atol=1e-10)
+
+
+def test_a_fits_embedding_can_be_wider_than_the_data_for_the_documented_reasons():
+    """``embedding_`` is wider than the data's 14 columns here; its docstring says why: one
+    sample's block has rank at most J, but the mixture over samples and chains has more
+    components, and the width is never below the posterior median of K+."""
+    import warnings
+
+    from ibp_rflvm import IBPRFLVM, holdout_mask
+    from ibp_rflvm.datasets import make_cambridge
+    from ibp_rflvm.embedding import latent_width, posterior_block, posterior_embedding
+
+    Y, _ = holdout_mask(make_cambridge(70, random_state=1)["Y"][:, :14], 0.2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = IBPRFLVM(n_iter=16, n_frequencies=10, random_state=0, n_chains=2, n_jobs=1).fit(Y)
+    J = Y.shape[1]
+    post = m.posterior_
+    emb = posterior_embedding(post)
+    assert m.embedding_.shape[1] == m.embedding_dims_ > J
+    one = fit_embedding([posterior_block(post, post.samples[-1])])
+    assert one.n_available <= J < emb.n_available
+    # The width is the documented rule: 90% of the trace, raised to the median K+, capped.
+    rule = min(max(emb.default_dimension(), latent_width(post)), emb.n_available)
+    assert m.embedding_dims_ == rule
+    doc = type(m).embedding_.__doc__
+    assert "``J``" in doc and "median of ``K+``" in doc and "embedding(n)" in doc

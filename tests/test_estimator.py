@@ -7,7 +7,8 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, CapReachedWarning, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.evaluation.metrics import gaussian_logpdf
+from ibp_rflvm.embedding import posterior_embedding
+from ibp_rflvm.scoring import gaussian_logpdf
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ def test_dense_model_keeps_its_dimensions(small):
     assert np.all(m.n_active_ == 3)
     assert np.all(m.state_.Z == 1)
     # Its embedding is never narrower than its latent (docs/embedding.md section 1).
-    assert m.embedding_dims_ >= min(3, m._embedding().n_available)
+    assert m.embedding_dims_ >= min(3, posterior_embedding(m.posterior_).n_available)
 
 
 def test_holdout_mask_properties():
@@ -173,3 +174,14 @@ def test_sampler_option_selects_the_paper_sweep_or_the_default(small):
     # The dense model has no dimension moves whatever the sampler; only its start differs.
     assert not RFLVM()._spec().moves and RFLVM()._spec().scaled_start
     assert IBPRFLVM().init_dims == 12
+
+
+def test_an_unknown_likelihood_is_refused_at_fit_with_the_valid_names():
+    from ibp_rflvm.likelihoods import REGISTRY
+
+    model = IBPRFLVM(likelihood="nb")  # scikit-learn: __init__ only stores
+    Y = make_cambridge(20, random_state=0)["Y"][:, :5]
+    with pytest.raises(ValueError, match="likelihood must be one of") as caught:
+        model.fit(Y)
+    message = str(caught.value)
+    assert "'nb'" in message and all(repr(name) in message for name in REGISTRY)

@@ -1,4 +1,5 @@
-"""The harness's and the data sets' modules import one another one way only (issue 18)."""
+"""The package's modules import one another one way only: the harness and the data sets inside
+themselves (issue 18), and the core by declared floors with no cycle (issue 40)."""
 
 import ast
 from pathlib import Path
@@ -81,3 +82,131 @@ def test_report_does_not_import_the_harness():
     graph = import_graph("ibp_rflvm.evaluation")
     assert "ibp_rflvm.evaluation.harness" not in graph["ibp_rflvm.evaluation.report"]
     assert "ibp_rflvm.evaluation.report" in graph["ibp_rflvm.evaluation.harness"]
+
+
+# The core's floors ---------------------------------------------------------------------------
+
+#: The package's floors, lowest first: a module imports modules of its own floor or lower ones
+#: only. A name covers the module and, for a package, everything under it. The sampler can be
+#: read without the posterior side, the posterior side without the estimators, and nothing but
+#: the harness and the command line knows the harness.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # Plumbing that knows no model: checks, sparse input, features, threads, files, processes.
+    (
+        "ibp_rflvm._validation", "ibp_rflvm._sparse", "ibp_rflvm.features", "ibp_rflvm.blocks",
+        "ibp_rflvm.checkpoint", "ibp_rflvm.io", "ibp_rflvm.plots", "ibp_rflvm.neighbors",
+        "ibp_rflvm.chain_pool", "ibp_rflvm.datasets",
+    ),
+    # The model and its sampler, one floor each: moves and draws that know no likelihood; the
+    # observation models; the types every layer shares; the targets (the model kind, chosen
+    # once); the sweep over a target; what runs and summarises chains.
+    ("ibp_rflvm.samplers",),
+    ("ibp_rflvm.likelihoods",),
+    ("ibp_rflvm.state",),
+    ("ibp_rflvm.targets",),
+    ("ibp_rflvm.model",),
+    ("ibp_rflvm.effective", "ibp_rflvm.mcmc"),
+    # What a fit leaves and everything computed from it.
+    (
+        "ibp_rflvm.scoring", "ibp_rflvm.stacking", "ibp_rflvm.posterior", "ibp_rflvm.predictive",
+        "ibp_rflvm.dimensions", "ibp_rflvm.embedding", "ibp_rflvm.diagnostics",
+    ),
+    # What a user calls.
+    ("ibp_rflvm.estimator", "ibp_rflvm.adata", "ibp_rflvm.baselines", "ibp_rflvm"),
+    # The reproduction of the paper and the command line.
+    ("ibp_rflvm.evaluation", "ibp_rflvm.cli"),
+)
+
+
+def floor_of(module: str, floors=FLOORS) -> int | None:
+    """The floor of `module`: that of the longest name in `floors` covering it (None: none does).
+    The top package's name covers its ``__init__`` only, or it would cover every module."""
+    best, floor = -1, None
+    for level, names in enumerate(floors):
+        for name in names:
+            inside = module.startswith(name + ".") and "." in name
+            if (module == name or inside) and len(name) > best:
+                best, floor = len(name), level
+    return floor
+
+
+def upward_imports(graph: dict[str, set[str]], floors=FLOORS) -> list[tuple[str, str]]:
+    """Every import ``(importer, imported)`` of `graph` from a lower floor to a higher one."""
+    return sorted(
+        (a, b)
+        for a, targets in graph.items()
+        for b in targets
+        if floor_of(a, floors) is not None
+        and floor_of(b, floors) is not None
+        and floor_of(b, floors) > floor_of(a, floors)
+    )
+
+
+def test_floor_checker_sees_an_upward_import():
+    floors = (("p.low",), ("p.high",), ("p",))
+    assert upward_imports({"p.low.a": {"p.high"}, "p.high": set()}, floors) == [("p.low.a", "p.high")]
+    assert upward_imports({"p.high": {"p.low.a"}, "p.low.a": set()}, floors) == []
+    assert floor_of("p.other", floors) is None  # the top package's name covers only itself
+    assert floor_of("p", floors) == 2
+    # The longest name decides: a sub-package may sit on another floor than its parent.
+    assert floor_of("p.low.x", (("p.low.x",), ("p.low",))) == 0
+
+
+def test_every_module_has_a_floor():
+    graph = import_graph("ibp_rflvm")
+    assert len(graph) > 50
+    loose = [m for m in graph if floor_of(m) is None]
+    assert not loose, f"give these modules a floor in FLOORS: {loose}"
+
+
+def test_no_import_runs_up_a_floor():
+    assert upward_imports(import_graph("ibp_rflvm")) == []
+
+
+def test_only_the_harness_and_the_command_line_import_the_harness():
+    graph = import_graph("ibp_rflvm")
+    harness = "ibp_rflvm.evaluation"
+    readers = sorted(
+        a for a, targets in graph.items()
+        if not (a == harness or a.startswith(harness + ".") or a == "ibp_rflvm.cli")
+        and any(b == harness or b.startswith(harness + ".") for b in targets)
+    )  # fmt: skip
+    assert readers == []
+
+
+def test_no_import_cycle_between_modules():
+    assert find_cycle(import_graph("ibp_rflvm")) is None
+
+
+def test_no_source_module_is_over_600_lines():
+    long = {p.relative_to(ROOT).as_posix(): n for p in ROOT.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}  # fmt: skip
+    assert long == {}
+
+
+# The model kind is chosen once ---------------------------------------------------------------
+
+
+def kind_readers(root: Path = ROOT) -> list[str]:
+    """Modules that read a likelihood's ``collapsed`` flag (the model kind)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        reads = [
+            node for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr == "collapsed" and isinstance(node.ctx, ast.Load)
+        ]  # fmt: skip
+        if reads:
+            found.append(".".join(("ibp_rflvm", *path.relative_to(root).with_suffix("").parts)))
+    return sorted(m.removesuffix(".__init__") for m in found)
+
+
+def test_kind_reader_finder_sees_a_read(tmp_path):
+    (tmp_path / "a.py").write_text("def f(lik):\n    return 1 if lik.collapsed else 2\n")
+    (tmp_path / "b.py").write_text("class L:\n    collapsed = True\n")
+    assert [m.rsplit(".", 1)[-1] for m in kind_readers(tmp_path)] == ["a"]
+
+
+def test_only_make_target_chooses_the_model_kind():
+    # Every move and the sweep ask the target; the kind of target is chosen in one place.
+    assert kind_readers() == ["ibp_rflvm.targets"]

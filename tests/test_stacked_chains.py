@@ -7,9 +7,9 @@ import pytest
 from scipy.special import logsumexp
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
-from ibp_rflvm.chain_weights import pointwise_loglik, sample_weights, scored_entries
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.stacking import psis_loo, stacking_weights
+from ibp_rflvm.embedding import latent_width, posterior_embedding
+from ibp_rflvm.stacking import pointwise_loglik, psis_loo, sample_weights, scored_entries, stacking_weights
 
 FAST = {"n_iter": 30, "n_frequencies": 12, "random_state": 0}
 
@@ -50,22 +50,40 @@ def test_chains_start_spread_between_2_and_init_dims(stacked, data):
 def test_weights_are_the_stacking_optimum_of_each_chains_psis_loo(stacked):
     w = stacked.chain_weights_
     assert np.all(w >= 0) and w.sum() == pytest.approx(1.0, abs=1e-12)
-    rows, cols = scored_entries(stacked._data.observed)
+    post = stacked.posterior_
+    rows, cols = scored_entries(post.data.observed)
     elpd = np.column_stack([
-        psis_loo(pointwise_loglik(r.record.samples, stacked._data, stacked.spec_, rows, cols))[0]
-        for r in stacked._chains
+        psis_loo(pointwise_loglik(r.record.samples, post.data, stacked.spec_, rows, cols))[0]
+        for r in post.chains
     ])  # fmt: skip
     np.testing.assert_allclose(w, stacking_weights(elpd), atol=1e-12)
     np.testing.assert_allclose(stacked.stacking_.elpd, elpd.mean(axis=0), rtol=1e-12)
     assert stacked.best_chain_ == int(np.argmax(w))
-    assert stacked.state_ is stacked._chains[stacked.best_chain_].state
+    assert stacked.state_ is post.chains[stacked.best_chain_].state
+
+
+def test_single_chain_outputs_are_those_of_the_chain_of_largest_weight(stacked):
+    m = stacked
+    best = int(np.argmax(m.chain_weights_))
+    assert m.best_chain_ == best == m.posterior_.best_chain
+    assert best != 0, "this fit's best chain is not chain 0, so the test can tell them apart"
+    for attr, trace in [
+        ("n_active_", "n_active"), ("log_likelihood_", "loglik"), ("alpha_", "alpha"), ("eta_", "eta"),
+        ("ibp_beta_", "ibp_beta"), ("n_mixture_components_", "n_components"),
+    ]:  # fmt: skip
+        np.testing.assert_array_equal(getattr(m, attr), m.traces_[trace][best], err_msg=attr)
+    kept = m.posterior_.chain_samples(best)
+    assert len(m.latent_samples_) == len(kept)
+    for latent, smp in zip(m.latent_samples_, kept, strict=True):
+        assert latent.shape == (smp.H.shape[0], np.count_nonzero(np.count_nonzero(smp.H, axis=0)))
+    np.testing.assert_array_equal(m.latent_samples_[-1], m.latent_)
 
 
 def test_scores_use_the_weighted_mixture(stacked, data):
     Y_test = data[1]
     logp = stacked.pointwise_log_predictive(Y_test)
-    sw = stacked._sample_weights
-    sizes = [len(r.record.samples) for r in stacked._chains]
+    sw = stacked.posterior_.sample_weights
+    sizes = [len(r.record.samples) for r in stacked.posterior_.chains]
     np.testing.assert_allclose(sw, sample_weights(sizes, stacked.chain_weights_))
     by_hand = logsumexp(logp, axis=0, b=sw[:, None])
     assert stacked.log_predictive_density(Y_test) == pytest.approx(by_hand.sum(), rel=1e-12)
@@ -73,10 +91,9 @@ def test_scores_use_the_weighted_mixture(stacked, data):
 
 
 def test_reconstruction_is_the_weighted_mean_of_the_chains(stacked):
-    prep = stacked._data.prep
-    per_chain = [
-        r.record.reconstruction_sum(stacked.spec_, prep) / len(r.record.samples) for r in stacked._chains
-    ]
+    prep = stacked.posterior_.data.prep
+    chains = stacked.posterior_.chains
+    per_chain = [r.record.reconstruction_sum(stacked.spec_, prep) / len(r.record.samples) for r in chains]
     expected = sum(w * rec for w, rec in zip(stacked.chain_weights_, per_chain, strict=True))
     np.testing.assert_allclose(stacked.predict(), expected, rtol=1e-12, atol=1e-12)
 
@@ -123,12 +140,12 @@ def test_summary_has_a_row_per_chain(stacked):
 def test_embedding_is_reproducible_and_sized_by_its_rule(stacked, data):
     emb = stacked.embedding_
     assert emb.shape == (data[0].shape[0], stacked.embedding_dims_)
-    emb_fit = stacked._embedding()
+    emb_fit = posterior_embedding(stacked.posterior_)
     share = emb_fit.explained_share()
     d = stacked.embedding_dims_
     assert share[d - 1] >= 0.9 - 1e-12
     # Fewer components would lose 90% of the trace or be narrower than the posterior median K+.
-    median_k = stacked._latent_width()
+    median_k = latent_width(stacked.posterior_)
     assert d == 1 or share[d - 2] < 0.9 or d == min(median_k, emb_fit.n_available)
     assert d >= min(median_k, emb_fit.n_available)
     post = stacked.k_plus_posterior_

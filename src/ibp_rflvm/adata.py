@@ -24,11 +24,13 @@ What is written (``key`` is `key_added`, default ``"ibp_rflvm"``):
   and ``sc.tl.leiden(adata, neighbors_key=...)`` run without ``sc.pp.neighbors``;
 * ``adata.uns[key]``: ``"params"`` (likelihood, layer, gene subset, sampler settings),
   ``"dimension_usage"`` (fraction of cells using each column of the final sample's latent),
-  ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the first chain), ``"burn_in"``,
+  ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the chain of largest weight,
+  ``model.best_chain_``), ``"burn_in"``,
   ``"embedding_dims"`` and ``"chain_weights"``;
 * ``adata.var``: the per-gene parameters of the likelihood as posterior means over the kept
-  samples, ``f"{key}_dispersion"`` (negative binomial ``r_j``) or ``f"{key}_noise_variance"``
-  (Gaussian ``sigma_j^2``); NaN for genes outside the subset.
+  samples (each chain's samples sharing its weight), ``f"{key}_dispersion"`` (negative binomial
+  ``r_j``) or ``f"{key}_noise_variance"`` (Gaussian ``sigma_j^2``); NaN for genes outside the
+  subset.
 
 ``adata.X`` and the layers are only read. The counts are passed on in their own format, a gene
 subset is taken by column indexing (sparse stays sparse), and only the estimator densifies the
@@ -41,8 +43,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .embedding import own_dimension, posterior_embedding
 from .estimator import IBPRFLVM, _RFLVMBase
 from .neighbors import N_NEIGHBORS, check_n_neighbors, write_neighbors
+from .posterior import Posterior, ordered_latent
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -99,7 +103,7 @@ def ibp_rflvm(
     model.fit(counts)
     if copy:
         adata = adata.copy()
-    _write(adata, model, genes, layer, mask_var, key_added, n_neighbors)
+    _write(adata, model, model.posterior_, genes, layer, mask_var, key_added, n_neighbors)
     return adata if copy else None
 
 
@@ -149,14 +153,16 @@ def _gene_subset(adata: AnnData, mask_var) -> np.ndarray:
 
 
 def _write(
-    adata: AnnData, model: _RFLVMBase, genes: np.ndarray, layer, mask_var, key_added, n_neighbors: int
+    adata: AnnData, model: _RFLVMBase, posterior: Posterior, genes: np.ndarray, layer, mask_var, key_added,
+    n_neighbors: int,
 ) -> None:
+    """Write what `posterior` (`model`'s fit) gives into `adata`; `model` supplies its settings."""
     key = "ibp_rflvm" if key_added is None else str(key_added)
     obsm_key = "X_ibp_rflvm" if key_added is None else key
-    latent = np.asarray(model.latent_, dtype=np.float64)
-    adata.obsm[obsm_key] = model.embedding_
+    latent = ordered_latent(posterior.state.H).astype(np.float64)
+    full = posterior_embedding(posterior)
+    adata.obsm[obsm_key] = full.scores[:, : own_dimension(posterior)].copy()
     adata.obsm[f"{obsm_key}_sample"] = latent
-    full = model._embedding()
     coords = full.scores if full.n_available else np.zeros((adata.n_obs, 1))
     write_neighbors(adata, coords, f"{key}_neighbors", obsm_key, n_neighbors)
     settings = {
@@ -176,16 +182,17 @@ def _write(
     adata.uns[key] = {
         "params": settings,
         "dimension_usage": np.count_nonzero(latent, axis=0) / latent.shape[0],
-        "k_plus": np.asarray(model.n_active_, dtype=np.int64),
-        "log_likelihood": np.asarray(model.log_likelihood_, dtype=np.float64),
-        "burn_in": int(model._burn_in()),
-        "embedding_dims": int(model.embedding_dims_),
-        "chain_weights": np.asarray(model.chain_weights_, dtype=np.float64),
+        "k_plus": np.asarray(posterior.traces["n_active"][posterior.best_chain], dtype=np.int64),
+        "log_likelihood": np.asarray(posterior.traces["loglik"][posterior.best_chain], dtype=np.float64),
+        "burn_in": int(posterior.burn_in),
+        "embedding_dims": int(own_dimension(posterior)),
+        "chain_weights": np.asarray(posterior.weights, dtype=np.float64),
     }
-    samples = model._samples
+    samples = posterior.samples
     for name, suffix in GENE_PARAMS.items():
         if name not in samples[0].params:
             continue
         column = np.full(adata.n_vars, np.nan)
-        column[genes] = np.mean([smp.params[name] for smp in samples], axis=0)
+        values = [smp.params[name] for smp in samples]
+        column[genes] = np.average(values, axis=0, weights=posterior.sample_weights)
         adata.var[f"{key}_{suffix}"] = column

@@ -1,4 +1,4 @@
-"""ArviZ export and convergence diagnostics for fitted RFLVMs.
+"""ArviZ export and convergence diagnostics of a fit's :class:`~ibp_rflvm.posterior.Posterior`.
 
 Latent dimensions have no identity across samples or chains (their number changes, their order
 and signs are arbitrary, and the dense model is rotation invariant), so convergence is judged on
@@ -11,6 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from .dimensions import effective_dimensions
+from .posterior import Posterior, ordered_latent
+from .predictive import pointwise_log_predictive
 
 #: Rows whose pairwise latent distances are tracked (evenly spaced over the data).
 N_DISTANCE_ROWS = 8
@@ -27,65 +31,74 @@ def _pairwise(H: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return d[iu]
 
 
-def to_inference_data(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
-    """An ``arviz.InferenceData`` with the chains as the ``chain`` dimension.
+def to_inference_data(
+    posterior: Posterior, Y_heldout: np.ndarray | None = None, owner: str = "the fit"
+) -> Any:
+    """An ``arviz.InferenceData`` of a fit's :class:`~ibp_rflvm.posterior.Posterior`, with the
+    chains as the ``chain`` dimension, that ``az.summary`` and ``az.plot_trace`` take as it is.
 
-    Groups: ``posterior`` (kept sweeps) and ``warmup_posterior`` (burn-in) with ``k_plus``,
-    ``alpha`` (IBP models), ``beta`` (the two-parameter IBP's sharing parameter, when learned),
-    ``eta``, ``loglik`` (observed-data log-likelihood), ``n_components``
-    and ``latent_distance`` (pairwise distances between `distance_rows`); ``latent``
-    (chain, draw, row, latent_dim), padded with zeros to the largest number of dimensions any
-    kept sample has, with ``latent_mask`` (chain, draw, latent_dim) true where a dimension
-    exists (dimensions ordered by how many rows use them). With `Y_heldout`, the
-    ``log_likelihood`` group holds the pointwise held-out log densities ``y_heldout``.
+    Groups: ``posterior`` (kept sweeps) and ``warmup_posterior`` (burn-in) hold the quantities that
+    do not depend on how a sample labels its dimensions, so that their R-hat across chains means
+    something: ``k_plus``, ``alpha`` (IBP models), ``ibp_beta`` (the two-parameter IBP's sharing
+    parameter, when learned), ``eta``, ``loglik`` (observed-data log-likelihood),
+    ``n_components`` and ``latent_distance`` (pairwise distances between `distance_rows`). The
+    group ``latent`` holds the latent positions themselves, which have no identity across draws
+    or chains (so no R-hat): ``latent`` (chain, draw, row, latent_dim), padded with zeros to the
+    largest number of dimensions any kept sample has, with ``latent_mask`` (chain, draw,
+    latent_dim) true where a dimension exists (dimensions ordered by how many rows use them).
+    With `Y_heldout`, the ``log_likelihood`` group holds the pointwise held-out log densities
+    ``y_heldout``.
     """
     import arviz as az
 
-    est._check_fitted()
-    burn = est.n_iter - len(est._chains[0].record.samples)
-    rows = distance_rows(est.n_samples_fit_)
+    burn = posterior.n_iter - posterior.n_kept
+    n_rows = posterior.shape[0]
+    rows = distance_rows(n_rows)
     names = {"k_plus": "n_active", "eta": "eta", "loglik": "loglik", "n_components": "n_components"}
-    if est.spec_.ibp:
+    if posterior.spec.ibp:
         names["alpha"] = "alpha"
-    if _learns_beta(est):
+    if _learns_beta(posterior):
         names["ibp_beta"] = "ibp_beta"
-    posterior = {k: est.traces_[v][:, burn:] for k, v in names.items()}
-    warmup = {k: est.traces_[v][:, :burn] for k, v in names.items()}
-    latents = [[_ordered(s.H) for s in res.record.samples] for res in est._chains]
+    traces = posterior.traces
+    draws = {k: traces[v][:, burn:] for k, v in names.items()}
+    warmup = {k: traces[v][:, :burn] for k, v in names.items()}
+    latents = [[ordered_latent(s.H) for s in posterior.chain_samples(c)] for c in range(posterior.n_chains)]
     k_max = max(max((h.shape[1] for h in chain), default=0) for chain in latents)
-    n_draws = len(latents[0])
-    latent = np.zeros((len(latents), n_draws, est.n_samples_fit_, k_max))
-    mask = np.zeros((len(latents), n_draws, k_max), dtype=bool)
-    dist = np.zeros((len(latents), n_draws, len(rows) * (len(rows) - 1) // 2))
+    n_draws = posterior.n_kept
+    latent = np.zeros((posterior.n_chains, n_draws, n_rows, k_max))
+    mask = np.zeros((posterior.n_chains, n_draws, k_max), dtype=bool)
+    dist = np.zeros((posterior.n_chains, n_draws, len(rows) * (len(rows) - 1) // 2))
     for c, chain in enumerate(latents):
         for s, H in enumerate(chain):
             latent[c, s, :, : H.shape[1]] = H
             mask[c, s, : H.shape[1]] = True
             dist[c, s] = _pairwise(H, rows)
-    posterior.update(latent=latent, latent_mask=mask, latent_distance=dist)
-    dims = {
-        "latent": ["row", "latent_dim"],
-        "latent_mask": ["latent_dim"],
-        "latent_distance": ["row_pair"],
-    }
+    draws["latent_distance"] = dist
     first, second = (rows[i] for i in np.triu_indices(len(rows), 1))
     coords = {
-        "row": np.arange(est.n_samples_fit_),
+        "row": np.arange(n_rows),
         "latent_dim": np.arange(k_max),
         "row_pair": [f"{a}-{b}" for a, b in zip(first, second, strict=True)],
     }
+    dims = {"latent_distance": ["row_pair"]}
     kwargs = {}
     if Y_heldout is not None:
-        logp = est.pointwise_log_predictive(Y_heldout)  # (all samples, n_test), chains stacked
-        kwargs["log_likelihood"] = {"y_heldout": logp.reshape(len(latents), n_draws, -1)}
+        logp = pointwise_log_predictive(posterior, Y_heldout, owner=owner)  # all samples, chains in order
+        kwargs["log_likelihood"] = {"y_heldout": logp.reshape(posterior.n_chains, n_draws, -1)}
         dims["y_heldout"] = ["heldout_entry"]
-    return az.from_dict(
-        posterior=posterior, warmup_posterior=warmup if burn else None, dims=dims, coords=coords,
+    idata = az.from_dict(
+        posterior=draws, warmup_posterior=warmup if burn else None, dims=dims, coords=coords,
         save_warmup=bool(burn), **kwargs,
     )  # fmt: skip
+    group = az.dict_to_dataset(
+        {"latent": latent, "latent_mask": mask}, coords=coords,
+        dims={"latent": ["row", "latent_dim"], "latent_mask": ["latent_dim"]},
+    )  # fmt: skip
+    idata.add_groups(latent=group)
+    return idata
 
 
-def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
+def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame),
     followed by one row per chain (``chain 0``, ...) with the columns of :func:`chain_table`.
 
@@ -98,23 +111,24 @@ def summary(est: Any, Y_heldout: np.ndarray | None = None) -> Any:
     import arviz as az
     import pandas as pd
 
-    idata = to_inference_data(est, Y_heldout)
+    idata = to_inference_data(posterior, Y_heldout)
     var_names = ["loglik", "k_plus", "eta", "latent_distance"]
-    if est.spec_.ibp:
+    if posterior.spec.ibp:
         var_names.insert(2, "alpha")
-    if _learns_beta(est):
+    if _learns_beta(posterior):
         var_names.insert(3, "ibp_beta")
     table = az.summary(idata, var_names=var_names, kind="all")
-    effective = az.from_dict(posterior={"effective_dims": est.effective_dims_.astype(np.float64)})
-    return pd.concat([table, az.summary(effective, kind="all"), chain_table(est)])
+    dims = effective_dimensions(posterior).astype(np.float64)
+    effective = az.from_dict(posterior={"effective_dims": dims})
+    return pd.concat([table, az.summary(effective, kind="all"), chain_table(posterior)])
 
 
-def _learns_beta(est: Any) -> bool:
+def _learns_beta(posterior: Posterior) -> bool:
     """Whether the fit learned the IBP's sharing parameter (a fixed one has a constant trace)."""
-    return bool(est.spec_.ibp and est.spec_.ibp_beta is None)
+    return bool(posterior.spec.ibp and posterior.spec.ibp_beta is None)
 
 
-def chain_table(est: Any) -> Any:
+def chain_table(posterior: Posterior) -> Any:
     """One row per chain: its starting dimensions (``start``), the median ``K+`` over its kept
     sweeps and of its effective dimensions over the thinned draws, its mean PSIS-LOO log density
     per scored training entry (``elpd_loo``) with standard error (``elpd_loo_se``), the shares of
@@ -123,27 +137,22 @@ def chain_table(est: Any) -> Any:
     weight in the combination (``weight``). One chain is not scored (NaN)."""
     import pandas as pd
 
-    k_plus = est._kept_k_plus()
-    stack = est.stacking_
+    k_plus = posterior.kept("n_active")
+    stack = posterior.stacking
+    n = posterior.n_chains
     return pd.DataFrame(
         {
-            "start": est.chain_starts_,
-            "k_plus": np.median(k_plus, axis=1) if k_plus.size else np.full(len(est._chains), np.nan),
-            "effective_dims": np.median(est.effective_dims_, axis=1),
+            "start": posterior.chain_starts,
+            "k_plus": np.median(k_plus, axis=1) if k_plus.size else np.full(n, np.nan),
+            "effective_dims": np.median(effective_dimensions(posterior), axis=1),
             "elpd_loo": stack.elpd,
             "elpd_loo_se": stack.elpd_se,
             "pareto_k_bad": stack.pareto_k_bad,
             "pareto_k_above_07": stack.pareto_k_above_07,
-            "weight": est.chain_weights_,
+            "weight": posterior.weights,
         },
-        index=[f"chain {c}" for c in range(len(est._chains))],
+        index=[f"chain {c}" for c in range(n)],
     )
-
-
-def _ordered(H: np.ndarray) -> np.ndarray:
-    usage = np.count_nonzero(H, axis=0)
-    order = np.argsort(-usage, kind="stable")
-    return H[:, order[usage[order] > 0]]
 
 
 #: Split R-hat above which a fit's chains are said to disagree (the usual 1.1, Gelman et al.).

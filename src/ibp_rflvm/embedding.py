@@ -28,6 +28,16 @@ the eigensolver. They are also the principal components of the stacked, centred 
 ``N x N`` matrix (a randomized range finder with power iterations, Halko, Martinsson and Tropp
 2011, multiplying by one block at a time), and how new rows are placed: their blocks, centred by
 the training means, projected on the same directions.
+
+The fitted estimators' embedding (``embedding_``, ``embedding(n)``, ``embed``) is a function of
+their :class:`~ibp_rflvm.posterior.Posterior` (:func:`posterior_embedding`): the ``"signal"``
+kernel over each chain's kept samples thinned evenly to at most ``EMBEDDING_MAX_DRAWS``, each
+chain's weight spread over its thinned samples. Measured against the ``"features"`` kernel on
+cancer, mice and congress (docs/embedding.md), the signal kernel places rows as well for nearest
+neighbours at 5 dimensions and beyond, and its spectrum is concentrated enough that "the
+components carrying 90% of the centred kernel's trace" gives a compact dimension (cancer 6, mice
+11), where the features kernel spreads its trace like a squared exponential kernel and needs
+more than 50.
 """
 
 from __future__ import annotations
@@ -36,8 +46,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from ._validation import check_int, check_random_state
+from .dimensions import k_plus_posterior, posterior_median
 from .features import feature_map
+from .posterior import Posterior, thin
+from .predictive import new_data, sample_new_rows
 
 #: Per-sample blocks the kernel can be built from.
 KERNELS = ("signal", "features")
@@ -50,10 +65,14 @@ OVERSAMPLE = 10
 POWER_ITERATIONS = 6
 #: The fit's own dimension carries at least this share of the centred kernel's trace.
 VARIANCE_SHARE = 0.9
+#: Kept samples per chain that enter a fit's kernel (evenly thinned, the last one included).
+EMBEDDING_MAX_DRAWS = 50
+#: Kernel of the estimators' embedding (one of :data:`KERNELS`).
+EMBEDDING_KERNEL = "signal"
 
 
 def sample_block(
-    sample: dict, bias: bool, kind: str, rows: np.ndarray | None = None, centre_rows: bool = False
+    sample, bias: bool, kind: str, rows: np.ndarray | None = None, centre_rows: bool = False
 ) -> np.ndarray:
     """One kept sample's block for `rows` (all rows by default), unweighted.
 
@@ -194,3 +213,157 @@ def check_n_components(n_components, available: int) -> int:
             f"has (at most its rank, the rows minus one and MAX_COMPONENTS={MAX_COMPONENTS})"
         )
     return n
+
+
+# A fit's embedding ---------------------------------------------------------------------------
+
+
+def embedding_samples(posterior: Posterior) -> tuple[list, np.ndarray, np.ndarray]:
+    """The samples a fit's kernel uses (each chain of positive weight thinned to at most
+    ``EMBEDDING_MAX_DRAWS``), their weights and their chains."""
+    samples, weights, chains = [], [], []
+    for c, kept, _ in posterior.thinned(EMBEDDING_MAX_DRAWS):
+        w = posterior.weights[c]
+        if w <= 0 or not kept:
+            continue
+        samples.extend(kept)
+        weights.extend([w / len(kept)] * len(kept))
+        chains.extend([c] * len(kept))
+    return samples, np.asarray(weights), np.asarray(chains)
+
+
+def posterior_block(posterior: Posterior, sample) -> np.ndarray:
+    """One sample's unweighted kernel block (rows centred for a row-shift-invariant model)."""
+    centre = posterior.spec.likelihood.row_shift_invariant
+    return sample_block(sample, posterior.spec.bias, EMBEDDING_KERNEL, centre_rows=centre)
+
+
+def posterior_embedding(posterior: Posterior) -> Embedding:
+    """Kernel principal components of the posterior-mean kernel of a fit (computed once)."""
+
+    def compute() -> Embedding:
+        samples, weights, _ = embedding_samples(posterior)
+        with threadpool_limits(limits=1, user_api="blas"):
+            pairs = zip(samples, weights, strict=True)
+            blocks = [np.sqrt(w) * posterior_block(posterior, s) for s, w in pairs]
+            return fit_embedding(blocks)
+
+    return posterior.memo("embedding", compute)
+
+
+def latent_width(posterior: Posterior) -> int:
+    """Median of the (stacked) posterior of ``K+`` (the dense model: its ``D``)."""
+    return posterior_median(k_plus_posterior(posterior))
+
+
+def own_dimension(posterior: Posterior) -> int:
+    """The fit's own embedding dimension (:meth:`Embedding.own_dimension` at :func:`latent_width`)."""
+    return posterior_embedding(posterior).own_dimension(latent_width(posterior))
+
+
+def embed_new_rows(
+    posterior: Posterior, Yn: np.ndarray, lik, prep, n: int, n_draws: int, n_sweeps: int, burn_in: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Checked new rows `Yn` (with their likelihood and constants) placed in the first `n`
+    coordinates of the fit's embedding; see :meth:`PosteriorEmbeddingMixin.embed`."""
+    emb = posterior_embedding(posterior)
+    samples, weights, chains = embedding_samples(posterior)
+    spec = posterior.spec
+    new_blocks, train_blocks = [], []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for i, scale in _spread(chains, n_draws):
+            smp = samples[i]
+            _, _, block = sample_new_rows(
+                rng, Yn, lik, prep, smp, spec.ibp, spec.bias, n_sweeps, burn_in,
+                block=lambda H, smp=smp: posterior_block(posterior, smp._replace(H=H)),
+            )  # fmt: skip
+            w = np.sqrt(weights[i] * scale)
+            new_blocks.append(w * block)
+            train_blocks.append(w * posterior_block(posterior, smp))
+        return emb.project(new_blocks, train_blocks, n)
+
+
+def _spread(chains: np.ndarray, n_draws: int) -> list[tuple[int, float]]:
+    """At most `n_draws` evenly spaced embedding samples of each chain, each with the factor
+    (samples of its chain over those chosen) that keeps its chain's total weight."""
+    out = []
+    for c in np.unique(chains):
+        idx = np.flatnonzero(chains == c)
+        pick = idx[thin(idx.size, n_draws)]
+        out.extend((int(i), idx.size / pick.size) for i in pick)
+    return out
+
+
+class PosteriorEmbeddingMixin:
+    """``embedding_``, ``embedding(n_components)`` and ``embed(Y_new)`` of a fitted estimator,
+    functions of its ``posterior_``."""
+
+    @property
+    def embedding_dims_(self) -> int:
+        """The fit's own embedding dimension: the fewest kernel principal components that carry
+        90% of the centred posterior kernel's trace (``VARIANCE_SHARE``), raised to the latent's
+        width (the posterior median of ``K+``; the dense model's ``D``) where that is more, and
+        at most the components there are. It can exceed the data's number of columns ``J``: see
+        ``embedding_``."""
+        return own_dimension(self._posterior())
+
+    @property
+    def embedding_(self) -> np.ndarray:
+        """Posterior embedding of the training rows, ``N x embedding_dims_``: kernel principal
+        components of the posterior-mean kernel, invariant to how any sample labels, flips,
+        rotates or splits its latent dimensions (:mod:`ibp_rflvm.embedding`).
+
+        Its width is not bounded by the data's ``J`` columns, for two reasons. The kernel is a
+        mixture: one sample's block has rank at most ``J``, but samples, and chains in other
+        modes, that place rows differently add components of their own, so carrying 90% of
+        the trace can take more than ``J`` (more with more chains in different modes: 20 columns
+        on 13-column wine in a default fit, 30 with 4 chains). And the width is never below the posterior
+        median of ``K+``, which the IBP does not bound by ``J``. ``embedding(n)`` gives any
+        narrower embedding; its first coordinates are the same whatever ``n``."""
+        return posterior_embedding(self._posterior()).scores[:, : self.embedding_dims_].copy()
+
+    def embedding(self, n_components: int) -> np.ndarray:
+        """The training rows' posterior embedding with `n_components` coordinates (2 for a plot).
+
+        The first coordinates are the same whatever `n_components`; at most as many as the
+        centred posterior kernel has non-zero eigenvalues (and ``MAX_COMPONENTS``).
+        """
+        emb = posterior_embedding(self._posterior())
+        n = check_n_components(n_components, emb.n_available)
+        return emb.scores[:, :n].copy()
+
+    def embed(
+        self,
+        Y_new,
+        n_components: int | None = None,
+        n_draws: int = 10,
+        n_sweeps: int = 40,
+        burn_in: int = 15,
+        random_state=None,
+        missing_mask=None,
+        size_factors=None,
+    ) -> np.ndarray:
+        """New rows placed in the training rows' posterior embedding (``n_new x n_components``,
+        default ``embedding_dims_``).
+
+        Under each of `n_draws` kept samples per chain (evenly spaced among those the embedding
+        uses, with the weights it gives them) the new rows' latent positions are sampled as in
+        :meth:`transform` (`n_sweeps`, `burn_in`), their kernel block averaged over the kept
+        sweeps, and projected on the training embedding's components. A training row given as a
+        new row lands near its own coordinates: exactly there if its sampled latent positions
+        were the training chain's and every embedding sample were used (`n_draws` at least
+        ``EMBEDDING_MAX_DRAWS``), since the projection of the training blocks is the embedding.
+        """
+        post = self._posterior()
+        emb = posterior_embedding(post)
+        if n_components is None:
+            n = self.embedding_dims_
+        else:
+            n = check_n_components(n_components, emb.n_available)
+        Yn, lik, prep = new_data(post, Y_new, missing_mask, size_factors, owner=type(self).__name__)
+        if not 0 <= burn_in < n_sweeps:
+            raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
+        n_draws = check_int("n_draws", n_draws, 1)
+        rng = check_random_state(0 if random_state is None else random_state)
+        return embed_new_rows(post, Yn, lik, prep, n, n_draws, n_sweeps, burn_in, rng)

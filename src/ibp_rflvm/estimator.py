@@ -1,8 +1,9 @@
 """scikit-learn style estimators: :class:`IBPRFLVM` (sparse, infinite) and :class:`RFLVM` (dense).
 
-``__init__`` stores parameters only; ``fit`` runs one MCMC chain; fitted attributes end in
-``_``. ``NaN`` in the data, or ``True`` in the ``missing_mask`` keyword, marks unobserved
-entries: they are imputed by data augmentation inside the chain, never treated as zeros.
+``__init__`` stores parameters only; ``fit`` runs the MCMC chains and keeps what they leave
+as ``posterior_`` (:class:`~ibp_rflvm.posterior.Posterior`); fitted attributes end in ``_``.
+``NaN`` in the data, or ``True`` in the ``missing_mask`` keyword, marks unobserved entries:
+they are imputed by data augmentation inside the chain, never treated as zeros.
 Data may be dense or ``scipy.sparse``; a sparse matrix's zeros are observed zeros.
 """
 
@@ -24,20 +25,16 @@ from ._validation import (
     resolve_burn_in,
     warn_if_unscaled,
 )
-from .chain_weights import COMBINE, MAX_ENTRIES, chain_weights, sample_weights
-
-# The redundant aliases re-export what moved to effective_posterior: callers import
-# ``effective_draws`` and ``EFFECTIVE_MAX_DRAWS`` from this module.
-from .effective_posterior import EFFECTIVE_MAX_DRAWS as EFFECTIVE_MAX_DRAWS
-from .effective_posterior import EffectiveDimensionsMixin
-from .effective_posterior import effective_draws as effective_draws
+from .chain_pool import run_chains
+from .dimensions import EffectiveDimensionsMixin
+from .embedding import PosteriorEmbeddingMixin
 from .likelihoods import make_likelihood
 from .mcmc.driver import run_chain
-from .mcmc.tempering import Ladder, run_tempered
+from .mcmc.tempering import ladder_for, run_tempered
 from .model import ChainState, Data, ModelSpec
-from .parallel_chains import run_chains
-from .posterior_embedding import PosteriorEmbeddingMixin
-from .predictive import PredictiveMixin
+from .posterior import Posterior, ordered_latent
+from .predictive import PredictiveMixin, new_rows
+from .stacking import COMBINE, MAX_ENTRIES, chain_weights
 
 
 class ChainsDisagreeWarning(UserWarning):
@@ -59,11 +56,12 @@ SAMPLERS = ("default", "paper")
 
 
 class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMixin, BaseEstimator):
-    """Shared fitting; subclasses say whether the IBP is on. Held-out scoring and new rows come
-    from :class:`~ibp_rflvm.predictive.PredictiveMixin`, the effective number of dimensions from
-    :class:`~ibp_rflvm.effective_posterior.EffectiveDimensionsMixin`, the posterior embedding
-    from :class:`~ibp_rflvm.posterior_embedding.PosteriorEmbeddingMixin`; the chains are
-    combined by the weights of :mod:`ibp_rflvm.chain_weights`."""
+    """Shared fitting; subclasses say whether the IBP is on. A fit leaves ``posterior_`` (a
+    :class:`~ibp_rflvm.posterior.Posterior`: the chains, their weights from
+    :mod:`ibp_rflvm.stacking`, the data view and the spec); held-out scoring and new rows
+    (:mod:`ibp_rflvm.predictive`), the number of dimensions (:mod:`ibp_rflvm.dimensions`), the
+    embedding (:mod:`ibp_rflvm.embedding`) and the diagnostics (:mod:`ibp_rflvm.diagnostics`)
+    are functions of it, which the mixins and methods here name."""
 
     _ibp: bool = True
 
@@ -193,35 +191,12 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         if ladder is not None:
             self.swap_rates_ = np.array([res[1] for res in results])
             results = [res[0] for res in results]
-        self.spec_ = spec
-        self._data = data
-        self._chains = results
-        self._samples = [smp for res in results for smp in res.record.samples]
-        self.chain_starts_ = np.array(starts, dtype=np.int64)
         with threadpool_limits(limits=1, user_api="blas"):
-            self.stacking_ = chain_weights(
-                [res.record.samples for res in results], data, spec, self.combine, max_entries
-            )
-        self.chain_weights_ = self.stacking_.weights
-        # The final sample that transform, latent_ and predict on new rows use: the chain the
-        # combination trusts most (the first one among equals).
-        self.best_chain_ = int(np.argmax(self.chain_weights_))
-        first = results[self.best_chain_]
-        self.state_: ChainState = first.state
-        self.n_features_in_ = Yv.shape[1]
-        self.n_samples_fit_ = Yv.shape[0]
-        self.traces_ = {
-            name: np.array([getattr(res.record, name) for res in results])
-            for name in ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
-        }
-        self.n_active_ = self.traces_["n_active"][0]
-        self.log_likelihood_ = self.traces_["loglik"][0]
-        self.alpha_ = self.traces_["alpha"][0]
-        self.eta_ = self.traces_["eta"][0]
-        self.ibp_beta_ = self.traces_["ibp_beta"][0]
-        self.n_mixture_components_ = self.traces_["n_components"][0]
-        self.latent_samples_ = [_ordered_latent(smp.H) for smp in first.record.samples]
-        self.latent_ = _ordered_latent(first.state.H)
+            kept = [res.record.samples for res in results]
+            stacking = chain_weights(kept, data, spec, self.combine, max_entries)
+        self._set_posterior(
+            Posterior(tuple(results), data, spec, np.array(starts, dtype=np.int64), stacking, burn)
+        )
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
         self._warn_if_cap_binds(burn)
@@ -244,14 +219,10 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         n = check_int("n_replicas", self.n_replicas, 1)
         if n == 1:
             return None
-        if not spec.likelihood.collapsed:
-            raise ValueError(
-                "n_replicas > 1 (replica exchange over the noise prior) needs likelihood='gaussian'"
-            )
         top = check_positive("replica_top", self.replica_top)
         if top < 1.0:
             raise ValueError(f"replica_top must be at least 1; got {top}")
-        return Ladder.geometric(spec.likelihood.prior.b0, top, n)
+        return ladder_for(spec, n, top)
 
     def _warn_if_chains_disagree(self, burn: int) -> None:
         from .diagnostics import disagreement
@@ -274,36 +245,53 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
                 message += f". combine='pool' gives every chain its share of the samples ({weights})"
             warnings.warn(message, ChainsDisagreeWarning, stacklevel=3)
 
+    def _set_posterior(self, post: Posterior) -> None:
+        """The fitted attributes, all read from `post`. With several chains, what one chain
+        gives (the final state, ``latent_``, the ``*_`` traces) is that of the chain of largest
+        weight, ``best_chain_``."""
+        self.posterior_ = post
+        self.spec_ = post.spec
+        self.chain_starts_ = post.chain_starts
+        self.stacking_ = post.stacking
+        self.chain_weights_ = post.weights
+        self.best_chain_ = post.best_chain
+        best = post.chains[self.best_chain_]
+        self.state_: ChainState = best.state
+        self.n_samples_fit_, self.n_features_in_ = post.shape
+        self.traces_ = dict(post.traces)
+        self.n_active_ = self.traces_["n_active"][self.best_chain_]
+        self.log_likelihood_ = self.traces_["loglik"][self.best_chain_]
+        self.alpha_ = self.traces_["alpha"][self.best_chain_]
+        self.eta_ = self.traces_["eta"][self.best_chain_]
+        self.ibp_beta_ = self.traces_["ibp_beta"][self.best_chain_]
+        self.n_mixture_components_ = self.traces_["n_components"][self.best_chain_]
+        self.latent_samples_ = [ordered_latent(smp.H) for smp in best.record.samples]
+        self.latent_ = ordered_latent(best.state.H)
+
+    def _posterior(self) -> Posterior:
+        self._check_fitted()
+        return self.posterior_
+
+    # The sampler's tests (checkpoints, offsets, recovery) still read the kept samples by this
+    # earlier name; ``posterior_.samples`` is the one to use.
     @property
-    def _sample_weights(self) -> np.ndarray:
-        """Weight of every kept sample in ``_samples`` (chain ``k``'s weight spread evenly over its
-        samples), derived from ``chain_weights_`` so that the two cannot disagree."""
-        return sample_weights([len(r.record.samples) for r in self._chains], self.chain_weights_)
+    def _samples(self) -> tuple:
+        return self._posterior().samples
 
     @property
     def reconstruction_(self) -> np.ndarray:
         """Posterior-mean reconstruction of the training matrix: the likelihood's mean averaged
         over every chain's kept samples, each chain weighted by ``chain_weights_``. Computed on
         first use (a count model's mean costs a softmax or exponential over all ``N x J``
-        entries per sample), then cached per fit."""
-        self._check_fitted()
-        cache = getattr(self, "_reconstruction_cache", None)
-        if cache is None or cache[0] is not self._chains:
-            with threadpool_limits(limits=1, user_api="blas"):
-                prep = self._data.prep
-                total = sum(
-                    (w / len(res.record.samples)) * res.record.reconstruction_sum(self.spec_, prep)
-                    for res, w in zip(self._chains, self.chain_weights_, strict=True)
-                    if w > 0 and res.record.samples
-                )
-            cache = (self._chains, total)
-            self._reconstruction_cache = cache
-        return cache[1]
+        entries per sample), then kept with the posterior."""
+        post = self._posterior()
+        with threadpool_limits(limits=1, user_api="blas"):
+            return post.reconstruction()
 
     # ----------------------------------------------------------------------------------------
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "state_"):
+        if not hasattr(self, "posterior_"):
             from sklearn.exceptions import NotFittedError
 
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; call fit first")
@@ -318,7 +306,9 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         self._check_fitted()
         if Y is None:
             return self.reconstruction_.copy()
-        return self._new_rows(Y, missing_mask=missing_mask, size_factors=size_factors)[1]
+        post = self._posterior()
+        name = type(self).__name__
+        return new_rows(post, Y, missing_mask=missing_mask, size_factors=size_factors, owner=name)[1]
 
     def fit_transform(self, Y, y=None, **fit_params) -> np.ndarray:
         """Fit, then return ``latent_`` (the training rows' latent positions in the final sample)."""
@@ -332,17 +322,18 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         return tags
 
     def to_inference_data(self, Y_heldout=None):
-        """The chains as an ``arviz.InferenceData`` (see :func:`ibp_rflvm.diagnostics.to_inference_data`)."""
+        """The chains as an ``arviz.InferenceData`` that ``az.summary`` and ``az.plot_trace`` take
+        as it is (see :func:`ibp_rflvm.diagnostics.to_inference_data`)."""
         from .diagnostics import to_inference_data
 
-        return to_inference_data(self, Y_heldout)
+        return to_inference_data(self._posterior(), Y_heldout, owner=type(self).__name__)
 
     def summary(self, Y_heldout=None):
         """R-hat and bulk/tail ESS of label-invariant quantities, then one row per chain (its start,
         K+, effective dimensions, PSIS-LOO score and weight), as a pandas DataFrame."""
         from .diagnostics import summary
 
-        return summary(self, Y_heldout)
+        return summary(self._posterior(), Y_heldout)
 
 
 def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, threads, verbose: bool):
@@ -359,14 +350,6 @@ def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, t
     if progress is not None:
         progress.close()
     return result
-
-
-def _ordered_latent(H: np.ndarray) -> np.ndarray:
-    """Active dimensions of ``X * Z``, most used first."""
-    usage = np.count_nonzero(H, axis=0)
-    order = np.argsort(-usage, kind="stable")
-    order = order[usage[order] > 0]
-    return H[:, order]
 
 
 def _progress(total: int, verbose: bool):
@@ -424,12 +407,13 @@ class IBPRFLVM(_RFLVMBase):
         Generator spawned from `random_state`; predictions, scores, the reconstruction, the
         embedding and the posteriors of ``K+`` and of the effective dimensions use all chains'
         kept samples, chain ``k`` weighted by ``chain_weights_[k]`` (see `combine`);
-        ``traces_`` holds every chain's traces (the ``*_`` trace attributes are chain 0's), and
-        ``latent_``, ``state_`` and ``transform`` use the final sample of the chain with the
-        largest weight (``best_chain_``).
+        ``traces_`` holds every chain's traces. What one chain gives is that of the chain of
+        largest weight, ``best_chain_``: the traces ``n_active_``, ``log_likelihood_``,
+        ``alpha_``, ``eta_``, ``ibp_beta_`` and ``n_mixture_components_``, ``latent_samples_``,
+        and the final sample that ``latent_``, ``state_`` and ``transform`` use.
     n_jobs : worker processes for the chains (default: one per chain, at most the CPU count).
         Under ``joblib.parallel_config(backend="dask")`` the chains run as tasks on that Dask
-        cluster instead, which bounds them by its threads (:mod:`ibp_rflvm.parallel_chains`;
+        cluster instead, which bounds them by its threads (:mod:`ibp_rflvm.chain_pool`;
         README: several chains).
     n_threads : threads for each chain's sweep (default None: the available CPUs, from the
         process's affinity, shared among the chains that run at once, at least 1 each). The
@@ -457,7 +441,7 @@ class IBPRFLVM(_RFLVMBase):
     combine : how several chains are combined. ``"stack"`` (default): stacking weights
         (Yao, Vehtari and Gelman 2022) that maximise the mixture's PSIS-LOO predictive density of
         the observed training entries, each chain scored on its own kept samples
-        (:mod:`ibp_rflvm.chain_weights`; ``stacking_`` has each chain's score, its standard
+        (:mod:`ibp_rflvm.stacking`; ``stacking_`` has each chain's score, its standard
         error and the share of entries with an unreliable Pareto ``k``). ``"pool"``: every
         kept sample weighs the same. One chain always has ``chain_weights_ == [1.0]``.
     stacking_max_entries : at most this many observed entries are scored for stacking (a fixed

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from .._validation import check_counts, check_int, check_positive, resolve_burn_in  # noqa: F401 (re-exported)
-from ..evaluation.metrics import heldout_entries, lpd_from_samples, perplexity
+from ..scoring import heldout_entries, lpd_from_samples, perplexity
 
 
 def check_fitted(est, attribute: str) -> None:

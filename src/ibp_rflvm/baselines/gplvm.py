@@ -49,7 +49,7 @@ from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from .._validation import as_data_matrix, check_random_state
-from ..evaluation.metrics import gaussian_logpdf, heldout_entries
+from ..scoring import gaussian_logpdf, heldout_entries
 from ._common import check_fitted, check_int, check_positive
 from .gplvm_bound import (
     ObservedData,

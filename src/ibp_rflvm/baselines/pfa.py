@@ -51,8 +51,8 @@ from numba import njit
 from scipy.special import gammaln
 
 from .._validation import as_data_matrix, check_counts, check_random_state
-from ..evaluation.metrics import poisson_logpmf
 from ..samplers.crt import crt_draw
+from ..scoring import poisson_logpmf
 from ._common import (
     CountScoresMixin,
     check_fitted,

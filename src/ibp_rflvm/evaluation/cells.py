@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..embedding import posterior_embedding
 from .experiments import (
     FIGURES,
     HOLDOUT_FRACTION,
@@ -289,7 +290,7 @@ def _embedding_knn_record(
 
     seed = knn_seed(dataset, base_seed)
     with threadpool_limits(limits=1, user_api="blas"):
-        available = est._embedding().n_available
+        available = posterior_embedding(est.posterior_).n_available
         wanted = {"own": est.embedding_dims_, "matched": int(matched), **{str(d): d for d in EMBEDDING_DIMS}}
         out: dict[str, Any] = {"seed": seed, "n_neighbors": KNN_NEIGHBOURS, "n_folds": KNN_FOLDS}
         for name, d in wanted.items():
@@ -304,7 +305,7 @@ def _embedding_2d(cell: Cell, est: Any) -> list[list[float]] | None:
     to 6 significant digits to keep the record small; None elsewhere."""
     if cell.trial != 0 or cell.dataset not in {f.dataset for f in FIGURES.values()}:
         return None
-    available = est._embedding().n_available
+    available = posterior_embedding(est.posterior_).n_available
     coords = np.zeros((est.n_samples_fit_, 2))
     if available:
         coords[:, : min(2, available)] = est.embedding(min(2, available))
@@ -331,7 +332,7 @@ def _fit_resumable(
     if checkpoint is None:
         est.fit(Y_train)
         return 0, None, 0.0
-    from ..chain import CheckpointMismatch, load_checkpoint
+    from ..mcmc.driver import CheckpointMismatch, load_checkpoint
 
     path = Path(checkpoint)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,7 @@ class _Scorer:
         self._pca: dict[tuple, np.ndarray] = {}
         self.problems: list[str] = []
 
-    def _data(self, rec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    def _arrays(self, rec: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         s = rec["settings"]
         Y, labels, _ = dataset_arrays(
             rec["dataset"], bool(s.get("sqrt", False)), self.cfg.data_home, s["max_rows"]
@@ -110,7 +110,7 @@ class _Scorer:
             return float(kept["accuracy"])
         try:
             latent = load_latent(self.out, rec)
-            _, labels = self._data(rec)
+            _, labels = self._arrays(rec)
             return knn_accuracy(latent, labels, random_state=seed)
         except (OSError, ValueError) as exc:
             self.problems.append(f"{rec['cell']}: not scored ({exc})")
@@ -132,7 +132,7 @@ class _Scorer:
         d, s = ibp["dataset"], ibp["settings"]
         dims = max(1, int(ibp["k_plus_final"])) if dims is None else int(dims)
         try:
-            Y, labels = self._data(ibp)
+            Y, labels = self._arrays(ibp)
             key = (d, ibp["trial"], s["base_seed"], s["max_rows"], s.get("sqrt"))
             if key not in self._pca:
                 Y_train, _, _, digest = split_for(Y, d, ibp["trial"], s["base_seed"])

@@ -121,7 +121,7 @@ def status(
     """Where a reproduction stands, as Markdown: per data set and method, the trials done and
     the cells in flight with the sweep their checkpoint reached, then the estimated time left
     with `n_jobs` workers (as ``reproduce``'s). Computes and writes nothing."""
-    from ..chain import load_checkpoint
+    from ..mcmc.driver import load_checkpoint
 
     cfg = config or RunConfig()
     out = Path(out)

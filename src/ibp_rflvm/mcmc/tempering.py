@@ -59,12 +59,24 @@ class Ladder:
         return cls(tuple(float(b0) * r for r in ratios))
 
 
+def _check_gaussian(spec: ModelSpec) -> None:
+    if not isinstance(spec.likelihood, GaussianLikelihood):
+        raise ValueError(
+            "replica exchange over the noise prior (n_replicas > 1) needs likelihood='gaussian'; "
+            f"got {spec.likelihood.name!r}"
+        )
+
+
+def ladder_for(spec: ModelSpec, n_levels: int, top: float) -> Ladder:
+    """The geometric ladder of `n_levels` noise-prior scales from `spec`'s ``b0`` to ``top * b0``."""
+    _check_gaussian(spec)
+    return Ladder.geometric(spec.likelihood.prior.b0, top, n_levels)
+
+
 def level_specs(spec: ModelSpec, ladder: Ladder) -> list[ModelSpec]:
     """The model at each level: `spec` with the noise prior's scale replaced."""
-    lik = spec.likelihood
-    if not isinstance(lik, GaussianLikelihood):
-        raise ValueError("replica exchange over the noise prior needs the collapsed Gaussian likelihood")
-    a0 = lik.prior.a0
+    _check_gaussian(spec)
+    a0 = spec.likelihood.prior.a0
     return [replace(spec, likelihood=GaussianLikelihood(a0=a0, b0=b)) for b in ladder.b0]
 
 
@@ -204,6 +216,6 @@ def run_tempered(
 
 
 __all__ = [
-    "Ladder", "TemperedInfo", "TemperedState", "build_tempered", "level_logliks", "level_specs",
+    "Ladder", "TemperedInfo", "TemperedState", "build_tempered", "ladder_for", "level_logliks", "level_specs",
     "run_tempered", "swap_log_ratio", "swap_pass",
 ]  # fmt: skip

@@ -68,8 +68,8 @@ def _assert_same_chains(a, b):
     for name, trace in a.traces_.items():
         np.testing.assert_array_equal(trace, b.traces_[name], err_msg=name)
     np.testing.assert_array_equal(a.latent_, b.latent_)
-    assert len(a._samples) == len(b._samples)
-    for sa, sb in zip(a._samples, b._samples, strict=True):
+    assert len(a.posterior_.samples) == len(b.posterior_.samples)
+    for sa, sb in zip(a.posterior_.samples, b.posterior_.samples, strict=True):
         np.testing.assert_array_equal(sa.H, sb.H)
         np.testing.assert_array_equal(sa.params["beta"], sb.params["beta"])
 
@@ -163,7 +163,7 @@ def test_workers_exit_when_the_fit_is_killed_outright(tmp_path, when):
 
 IDLE_SCRIPT = """
 import pathlib, sys, time
-from ibp_rflvm.parallel_chains import run_chains
+from ibp_rflvm.chain_pool import run_chains
 
 def run(seconds, flag):
     time.sleep(seconds)
@@ -184,7 +184,7 @@ def test_a_worker_whose_chain_has_ended_exits_with_the_fit(tmp_path):
 
 
 def test_results_come_back_in_the_order_of_the_jobs_whatever_the_dispatch():
-    from ibp_rflvm.parallel_chains import run_chains
+    from ibp_rflvm.chain_pool import run_chains
 
     dispatched = []
 
@@ -199,7 +199,7 @@ def test_results_come_back_in_the_order_of_the_jobs_whatever_the_dispatch():
 
 
 def test_a_sigterm_handler_of_the_callers_own_is_left_alone():
-    from ibp_rflvm.parallel_chains import run_chains
+    from ibp_rflvm.chain_pool import run_chains
 
     seen = []
 
