@@ -29,7 +29,7 @@ def capped_prior_moments(a: float, b: float, n: int, cap: int) -> tuple[float, f
 
 def _prior_chain(
     data_cols: int, n_sweeps: int, n: int = 10, alpha: float = 2.0, seed: int = 0, moves: bool = True,
-    whole_move: str | None = None, max_dims: int | None = None, pairs_per_dim: float | None = 1.0,
+    max_dims: int | None = None, pairs_per_dim: float | None = 1.0,
 ):
     """Run the real sweep with no information in the data.
 
@@ -43,12 +43,12 @@ def _prior_chain(
     Y = np.zeros((n, data_cols if use_lik else 1))
     data = model.Data.from_array(Y)
     spec = model.ModelSpec(
-        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves, whole_move=whole_move,
-        max_dims=max_dims, pairs_per_dim=pairs_per_dim,
+        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, moves=moves, max_dims=max_dims,
+        pairs_per_dim=pairs_per_dim,
     )
     state = model.init_state(rng, data, spec)
     k_plus, row_counts, x2 = [], [], []
-    moves_counted = ("births", "deaths", "flips", "transfers", "absorbs", "whole_birth", "whole_death")
+    moves_counted = ("births", "deaths", "flips", "transfers", "absorbs")
     moved = dict.fromkeys(moves_counted + ("over_budget",), 0)
     for _ in range(n_sweeps):
         if pairs_per_dim is not None:
@@ -65,18 +65,15 @@ def _prior_chain(
 
 
 @pytest.mark.parametrize(
-    ("moves", "whole_move", "pairs_per_dim"),
-    [
-        (True, None, 1.0), (False, None, 1.0), (True, "prior", 1.0), (True, "informed", 1.0),
-        (True, None, 0.01),
-    ],
-    ids=["default-sweep", "paper-sweep", "whole-prior", "whole-informed", "one-pair-per-sweep"],
+    ("moves", "pairs_per_dim"),
+    [(True, 1.0), (False, 1.0), (True, 0.01)],
+    ids=["default-sweep", "paper-sweep", "one-pair-per-sweep"],
 )
 @pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-z-pass", "gaussian-z-kernel"])
-def test_ibp_prior_matches_poisson(data_cols, moves, whole_move, pairs_per_dim):
+def test_ibp_prior_matches_poisson(data_cols, moves, pairs_per_dim):
     n, alpha = 10, 2.0
     k_plus, row_counts, x2, moved = _prior_chain(
-        data_cols, 4000, n=n, alpha=alpha, moves=moves, whole_move=whole_move, pairs_per_dim=pairs_per_dim
+        data_cols, 4000, n=n, alpha=alpha, moves=moves, pairs_per_dim=pairs_per_dim
     )
     if pairs_per_dim < 1.0:
         # The budget of one pair per sweep must have left pairs out in many sweeps.
@@ -84,7 +81,6 @@ def test_ibp_prior_matches_poisson(data_cols, moves, whole_move, pairs_per_dim):
     if moves:
         # The check only speaks for the moves if they ran: thousands of accepted proposals.
         ran = ["births", "deaths", "flips", "transfers", "absorbs"]
-        ran += ["whole_birth", "whole_death"] if whole_move else []
         assert min(moved[k] for k in ran) > 300, moved
     target = alpha * ibp.harmonic(n)  # 5.858
     mean, se = batch_mean_se(k_plus)

@@ -197,15 +197,11 @@ def test_count_sweep_gets_it_right_with_beta_learned(name):
     _run_and_check(name, True, 4000, beta_prior=(2.0, 2.0))
 
 
-def _run_and_check(name, ibp_on, n_sweeps, whole_move=None, max_dims=None, beta_prior=None):
-    draws = _successive_conditional(
-        name, ibp_on, n_sweeps, whole_move=whole_move, max_dims=max_dims, beta_prior=beta_prior
-    )
+def _run_and_check(name, ibp_on, n_sweeps, max_dims=None, beta_prior=None):
+    draws = _successive_conditional(name, ibp_on, n_sweeps, max_dims=max_dims, beta_prior=beta_prior)
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
         assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
-    if whole_move:
-        assert draws["whole"].sum() > 200
     if max_dims is not None:
         assert draws["k_plus"].max() <= max_dims
     expected = _expected(name.split("+")[0], ibp_on, max_dims, beta_prior)
