@@ -38,7 +38,7 @@ napoleon_numpy_docstring = True
 html_theme = "alabaster"
 html_title = "ibp-rflvm"
 html_static_path: list[str] = []
-html_theme_options = {"description": "Sparse non-linear latent variable models by MCMC", "fixed_sidebar": True}
+html_theme_options = {"description": "Sparse non-linear latent variables by MCMC", "fixed_sidebar": True}
 
 # Code executed at build time (docs/_ext/run_snippets.py): the README's and the guide pages'
 # python and bash blocks, the examples, the command line's help.

@@ -1,6 +1,6 @@
 """Could one move remove or merge a dimension many rows use? Two probes (run by hand).
 
-``python benchmarks/probe_widely_used.py cambridge --init-dims 12 --warmup 200 --seed 12``
+``python studies/probe_widely_used.py cambridge --init-dims 12 --warmup 200 --seed 12``
 
 From the default sampler's state after `--warmup` sweeps, for the dimensions more than 20 rows
 use, it prints the change in the collapsed log-likelihood of the completed data for
@@ -15,6 +15,9 @@ use, it prints the change in the collapsed log-likelihood of the completed data 
   order; the sum of the log-likelihood increments is the annealed importance weight (Neal 2001)
   that an annealed reversible-jump death (Karagiannis and Andrieu 2013) would accept on,
   beside the direct drop of ``k`` with nothing else moved.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
 """
 
 from __future__ import annotations
