@@ -47,7 +47,7 @@ snippet_sources = [
     "getting_started.md",
     "likelihoods.md",
     "chains.md",
-    "summaries.md",
+    "embedding.md",
     "single_cell.md",
     "scaling.md",
     "cli.md",

@@ -20,7 +20,7 @@ Y_train, Y_test = holdout_mask(Y, fraction=0.2, random_state=0)  # NaN marks the
 
 model = IBPRFLVM(n_iter=40, random_state=0).fit(Y_train)
 print(f"active dimensions K+ over the last 5 sweeps: {model.n_active_[-5:]}")
-print(f"effective dimensions: {model.effective_dims_}")
+print(f"effective dimensions (median over kept samples): {np.median(model.effective_dims_):.0f}")
 print(f"posterior embedding: {model.embedding_.shape[1]} components")
 print(f"held-out log density per entry, IBP-RFLVM: {model.score(Y_test):.3f}")
 

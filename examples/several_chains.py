@@ -34,4 +34,4 @@ print(summary.loc[["loglik", "k_plus", "effective_dims"], ["mean", "r_hat", "ess
 chain_rows = [name for name in summary.index if name.startswith("chain")]
 print(summary.loc[chain_rows, ["start", "k_plus", "elpd_loo", "pareto_k_above_07", "weight"]])
 print(f"held-out log density per entry, stacked: {model.score(Y_test):.3f}")
-print("posterior of K+ (stacked):", model.k_plus_posterior_)
+print("posterior of K+ (stacked):", {k: round(p, 3) for k, p in model.k_plus_posterior_.items()})
