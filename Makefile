@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED_DATA := $(abspath ../shared/datasets)
 DATA_ENV := $(if $(wildcard $(SHARED_DATA)),IBP_RFLVM_DATA=$(SHARED_DATA),)
+# The compiled kernels' cache, shared by the tests and the documentation's examples.
+NUMBA_CACHE ?= $(abspath $(VENV))/numba-cache
 
 .PHONY: venv demo test lint docs bench clean
 
@@ -23,7 +25,7 @@ LINTED := src tests benchmarks studies examples docs/conf.py docs/_ext
 
 test: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(DATA_ENV) NUMBA_CACHE_DIR=$(VENV)/numba-cache $(BIN)/pytest -n 2 -q tests
+	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) $(BIN)/pytest -n 2 -q tests
 	$(MAKE) docs
 
 lint: $(STAMP)
@@ -32,7 +34,7 @@ lint: $(STAMP)
 # The site into docs/_build/html, warnings as errors; it runs the README's and the guide's code,
 # the examples and the command line's help on the way (docs/_ext/run_snippets.py).
 docs: $(STAMP)
-	$(DATA_ENV) NUMBA_CACHE_DIR=$(abspath $(VENV))/numba-cache OPENBLAS_NUM_THREADS=1 \
+	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) OPENBLAS_NUM_THREADS=1 \
 		$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 bench: $(STAMP)
