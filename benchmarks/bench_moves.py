@@ -1,7 +1,7 @@
 """Cost of the default sampler's dimension moves against the paper's sweep, at the same state.
 
-Run by hand: ``python benchmarks/bench_moves.py [--quick] [--datasets olivetti --warm 30]``;
-results go to BENCHMARKS.md.
+Run by ``make bench``, or ``python benchmarks/bench_moves.py [--quick] [--datasets olivetti --warm
+30]``; the current figures are in BENCHMARKS.md, earlier ones in docs/record/benchmarks-history.md.
 
 For each data set a chain runs `--warm` default sweeps from the default start (with the
 estimator's cap of 50 dimensions, so ``K+`` is what the default sampler reaches there); from

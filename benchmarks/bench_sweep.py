@@ -1,8 +1,10 @@
 """Seconds per MCMC sweep of the Gaussian IBP-RFLVM and dense RFLVM.
 
-Run by hand: ``python benchmarks/bench_sweep.py [--quick]``; record results in BENCHMARKS.md.
-Each case times whole sweeps after a warm-up sweep (which also compiles the kernels), with BLAS
-limited to one thread as ``fit`` does.
+Run by ``make bench``, or ``python benchmarks/bench_sweep.py [--quick]``; the current figures are
+in BENCHMARKS.md, earlier ones in docs/record/benchmarks-history.md. Each case times whole
+sweeps after a warm-up sweep (which also compiles the kernels), with BLAS limited to one thread
+as ``fit`` does. Both models start from 2 dimensions, so the IBP's ``K+`` stays small: the
+seconds of a default fit, which starts from 12, are ``bench_moves.py``'s.
 """
 
 from __future__ import annotations

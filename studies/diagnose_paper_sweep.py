@@ -1,10 +1,13 @@
 """Why the paper's sweep freezes K+: slice, new sticks and alpha along a chain (run by hand).
 
-``python benchmarks/diagnose_paper_sweep.py cambridge --n-iter 60 --init-dims 2``
+``python studies/diagnose_paper_sweep.py cambridge --n-iter 60 --init-dims 2``
 
 Runs the paper's sweep (``sampler="paper"``: no dimension moves, unscaled start) and reports,
 per sweep, the slice ``s``, how many new dimensions the slice step represented, how many of them
 a row switched on, ``K+`` and ``alpha``.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
 """
 
 from __future__ import annotations

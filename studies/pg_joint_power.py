@@ -2,7 +2,7 @@
 
 Run by hand from the repository root (about a minute per run; one core)::
 
-    PYTHONPATH=src:. python benchmarks/pg_joint_power.py [--case negbinom] [--sweeps 4000]
+    PYTHONPATH=src:. python studies/pg_joint_power.py [--case negbinom] [--sweeps 4000]
         [--samplers exact,polyagamma,scale1.1,scale1.3] [--seeds 0]
 
 Runs the successive-conditional simulation of ``tests/test_likelihood_joint.py`` (negative
@@ -15,6 +15,9 @@ binomial: ``r_j ~ Gamma(2, 2)``, so ``b = y + r`` sits in 0.3-8, the range where
 
 and prints each test function's batch-means Z-score against its prior expectation: the test
 fails a run when any ``|Z| > 4``.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/polya_gamma.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """One default fit with the IBP's beta learned or fixed, for timing with farm-bench (run by hand).
 
-``farm-bench -n 3 --timeout 1800 -- python benchmarks/bench_ibp_beta.py cancer --ibp-beta none
---vs 'python benchmarks/bench_ibp_beta.py cancer --ibp-beta 1'``
+``farm-bench -n 3 --timeout 1800 -- python studies/bench_ibp_beta.py cancer --ibp-beta none
+--vs 'python studies/bench_ibp_beta.py cancer --ibp-beta 1'``
 
 Fits one chain from `--init-dims` on the training entries (20% held out, mask seed 0) for
 `--n-iter` sweeps and prints its final ``K+``, median ``beta`` over the second half and seconds.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
 """
 
 from __future__ import annotations

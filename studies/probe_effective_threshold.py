@@ -1,6 +1,6 @@
 """How large is a dimension's importance next to the whole log-likelihood? (run by hand)
 
-``python benchmarks/probe_effective_threshold.py spam negbinom --rows 1000 --sweeps 40``
+``python studies/probe_effective_threshold.py spam negbinom --rows 1000 --sweeps 40``
 
 Fits the default sampler on the first `--rows` rows of a data set (trial 0's hold-out mask, as
 the reproduction), then prints for the final sample: the training log-likelihood per observed
@@ -9,6 +9,9 @@ entry, each dimension's importance (the drop in training log-likelihood when it 
 thresholds. The default threshold (0.01 nats per entry) was set on dense real-valued data, where
 the log-likelihood per entry is of order one; on sparse counts the whole of it can be a few
 hundredths of a nat per entry, and this shows where the dimensions fall against it.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ summaries are the ``"signal"`` kernel and PCA of ``predict()`` itself.
 
 Run (about 150 CPU s per chain; the Gaussian about 340)::
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/pbmc_summaries.py --chains 1 [--likelihood gaussian]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python studies/pbmc_summaries.py --chains 1 [--likelihood gaussian]
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/embedding.md.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
-
 from ibp_rflvm import IBPRFLVM  # noqa: E402
 from ibp_rflvm.embedding import embedding_samples, fit_embedding, posterior_embedding  # noqa: E402
 from ibp_rflvm.features import feature_map  # noqa: E402

@@ -17,8 +17,11 @@ The multinomial's shapes are row totals ``b = n_i`` (integers) and its tilts ``c
 Needs the package, which the library no longer uses: ``pip install polyagamma==2.0.2`` (for
 example ``pip install --target /tmp/pgpkg polyagamma==2.0.2`` and ``PYTHONPATH=src:/tmp/pgpkg``).
 
-    OPENBLAS_NUM_THREADS=1 IBP_RFLVM_DATA=../shared/datasets PYTHONPATH=src:/tmp/pgpkg \\
-        python benchmarks/pg_package_bias.py spam --sweeps 10
+    OPENBLAS_NUM_THREADS=1 IBP_RFLVM_DATA=../shared/datasets PYTHONPATH=src:benchmarks:/tmp/pgpkg \\
+        python studies/pg_package_bias.py spam --sweeps 10
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/polya_gamma.md.
 """
 
 from __future__ import annotations

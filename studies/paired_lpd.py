@@ -1,6 +1,6 @@
-"""Paired comparison of two `benchmarks/mixing.py --out` runs on the same data and mask (by hand).
+"""Paired comparison of two `studies/mixing.py --out` runs on the same data and mask (by hand).
 
-``python benchmarks/paired_lpd.py results/a.json results/b.json``
+``python studies/paired_lpd.py results/a.json results/b.json``
 
 Chains are matched by (start, seed). For each pair, the difference of the held-out LPD per entry
 (b minus a) with its paired standard error: the standard deviation over held-out entries of the
@@ -9,6 +9,9 @@ samples within a run, so the pairing removes the variation between entries that 
 For counts (runs whose chains carry ``pointwise_ylogp``) also the paired difference of the log
 perplexity, ``-sum_j y_j (log p_bj - log p_aj) / sum_j y_j``, with its standard error over
 entries (positive: b's perplexity is higher, worse).
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
 """Add Table 3's kNN accuracy to cell records made before records kept it (run by hand).
 
-``python benchmarks/backfill_knn.py results/default``
+``python studies/backfill_knn.py results/default``
 
 For every record under ``OUT/cells`` of a data set Table 3 shows that has no ``knn`` entry but
 whose latent matrix is still there, score the latent matrix exactly as a cell now does when it
 finishes and write the record back (atomically), marking the entry ``"backfilled": true``.
 Records without their latent file are listed and left alone.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/reproduction.md.
 """
 
 from __future__ import annotations

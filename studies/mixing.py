@@ -1,6 +1,6 @@
 """Mixing study: several IBP-RFLVM chains from different starts on one data set (run by hand).
 
-``python benchmarks/mixing.py cambridge --starts 2 12 --chains-per-start 4 --n-iter 300``
+``python studies/mixing.py cambridge --starts 2 12 --chains-per-start 4 --n-iter 300``
 
 `--ibp-beta` sets the two-parameter IBP's ``beta``: 1 (the default here, so that the commands of
 docs/sampler.md measured before it existed give what they gave), another number to fix it,
@@ -12,6 +12,11 @@ median, max), its effective dimensions (median), the mean training log-likelihoo
 second half, its held-out LPD per entry and its wall time; across chains, the split R-hat of
 ``K+`` and of the training log-likelihood over the second half, and the posterior of ``K+``
 pooled over chains. `--out` writes everything as JSON. Chains run in parallel processes.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
+Its `--frequency-update` and `--start-density` options went with the ModelSpec options they
+set (measured, not adopted); the runs that used them need commit 70e3788 or earlier.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ def _chain(
         "beta": est.ibp_beta_.tolist(),
         "score": float(est.score(Y_test)),
         # Each held-out entry's log predictive density, for paired comparisons of two runs on
-        # the same mask (benchmarks/paired_lpd.py).
+        # the same mask (studies/paired_lpd.py).
         "pointwise_lpd": _pointwise_lpd(est, Y_test).tolist(),
     }
     if replicas[0] > 1:

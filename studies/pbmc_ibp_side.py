@@ -3,7 +3,7 @@
 The dense RFLVM on the log-normalised counts of scanpy's 700 PBMCs gives an ``embedding_`` Leiden
 ARI of 0.49-0.51 (D = 20-50) and the Gaussian IBP-RFLVM 0.31-0.34 under the same likelihood,
 frequencies and sweeps. This probe varies one thing of the IBP at a time and scores each fit as
-``benchmarks/pbmc_summaries.py`` does (5-fold 5-NN, Leiden ARI at resolutions 1.0 and 0.5 on a
+``studies/pbmc_summaries.py`` does (5-fold 5-NN, Leiden ARI at resolutions 1.0 and 0.5 on a
 ``sc.pp.neighbors`` graph), beside the latent's shape: ``K+``, the mean number of dimensions a row
 uses (non-zero entries of the final ``latent_``) and ``alpha``:
 
@@ -14,8 +14,11 @@ uses (non-zero entries of the final ``latent_``) and ``alpha``:
 
 Run (one fit, about 340 CPU s at the defaults)::
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/pbmc_ibp_side.py --seed 0 \\
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python studies/pbmc_ibp_side.py --seed 0 \\
         [--alpha-prior 400 20] [--ibp-beta 0.1] [--init-dims 50]
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/embedding.md.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
-
 from ibp_rflvm import IBPRFLVM  # noqa: E402
 from ibp_rflvm.embedding import posterior_embedding  # noqa: E402
 from pbmc_summaries import load_cells, score  # noqa: E402  (this folder is on the path when run as a script)

@@ -1,6 +1,6 @@
 """Re-derive the "own d" entry of Table 3's embedding records under the current rule (run by hand).
 
-``python benchmarks/backfill_embedding_own.py results/embedding [--write]``
+``python studies/backfill_embedding_own.py results/embedding [--write]``
 
 Stop 36 raised the posterior embedding's own dimension from "the fewest components carrying 90%
 of the kernel's trace" to that number or the latent's width, whichever is more (the posterior
@@ -10,6 +10,9 @@ the new ``d`` is one of those the new entry is already measured: it is copied, m
 ``"rule": "max(90% trace, median K+)"`` and ``"from": <the entry it came from>``. Records whose
 new ``d`` is none of them are listed ("rerun") and left alone; rerun those cells instead.
 Without ``--write`` nothing is written.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/embedding.md.
 """
 
 from __future__ import annotations

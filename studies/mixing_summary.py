@@ -1,12 +1,15 @@
-"""Summarise the JSON files of benchmarks/mixing.py per start (run by hand).
+"""Summarise the JSON files of studies/mixing.py per start (run by hand).
 
-``python benchmarks/mixing_summary.py results/mixing/*.json`` prints, per file and per group of
+``python studies/mixing_summary.py results/mixing/*.json`` prints, per file and per group of
 starts, the split R-hat of K+, of the training log-likelihood and of the effective dimensions
 over the second half, the range of held-out LPD per entry, and the effective dimensions'
 posterior, so chains from generous starts can be judged apart from chains from K = 2.
 With ``--agree`` it also prints, per group, the first sweep count from which the split R-hat
 of K+ and of the log-likelihood (over the second half of the sweeps so far) stays below 1.1,
 and the wall seconds of one chain to get there: the mixing-per-second figure.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def sweeps_to_agree(report: dict, starts: list[int], key: str = "loglik", thresh
     """First sweep count ``t`` (multiple of 10) from which the split R-hat of `key` over sweeps
     ``t/2 .. t`` stays below `threshold` for the chains from `starts`, and the wall seconds that
     many sweeps took (mean seconds per sweep of those chains times ``t``). `report` is one
-    loaded JSON file of benchmarks/mixing.py."""
+    loaded JSON file of studies/mixing.py."""
     ch = [c for c in report["chains"] if c["init_dims"] in starts]
     n = report["n_iter"]
     ok_from = None

@@ -1,6 +1,6 @@
 """How fast does ``K+`` mix once a chain is in the right mode? (run by hand)
 
-``python benchmarks/stationary_kplus.py cambridge --warm 700 --chains 8 --n-iter 300``
+``python studies/stationary_kplus.py cambridge --warm 700 --chains 8 --n-iter 300``
 
 One chain of the default sampler runs `--warm` sweeps from ``init_dims``; `--chains` chains then
 continue from its final state with their own seeds. If even chains that start together disagree
@@ -11,6 +11,9 @@ a start leaves, whose draining the warm chain shows (its rows per column are pri
 `--report-every` sweeps). Reported: split R-hat and bulk ESS of ``K+`` and of the training
 log-likelihood over the second half, the integrated autocorrelation time that ESS implies, and
 each chain's ``K+`` counts.
+
+A one-off study (``studies/``, not maintained): its result and command are in
+docs/record/sampler.md.
 """
 
 from __future__ import annotations
