@@ -1,1 +1,2 @@
-"""The MCMC machinery: kept samples and traces, sweep kernels over a target, the chain driver."""
+"""Running chains: the driver that runs any kernel with checkpoints (:mod:`.driver`), the
+replica-exchange kernel (:mod:`.tempering`), and what a chain keeps (:mod:`.record`)."""
