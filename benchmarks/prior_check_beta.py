@@ -1,4 +1,4 @@
-"""The two-parameter IBP prior check of tests/test_ibp_beta.py, long, over seeds (run by hand).
+"""The two-parameter IBP prior check of tests/samplers/test_ibp_beta.py, long, over seeds (run by hand).
 
 ``python benchmarks/prior_check_beta.py --beta 0.3 --path prior --sweeps 30000 --seeds 1 2 3 4``
 

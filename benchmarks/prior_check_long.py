@@ -1,4 +1,4 @@
-"""The IBP prior check of tests/test_ibp.py, longer and over several seeds (run by hand).
+"""The IBP prior check of tests/samplers/test_ibp.py, longer and over several seeds (run by hand).
 
 ``python benchmarks/prior_check_long.py --sweeps 12000 --seeds 20 21 22 23 [--absorb-min-cos none]``
 

@@ -5,7 +5,7 @@ Run by hand from the repository root (about a minute per run; one core)::
     PYTHONPATH=src:. python studies/pg_joint_power.py [--case negbinom] [--sweeps 4000]
         [--samplers exact,polyagamma,scale1.1,scale1.3] [--seeds 0]
 
-Runs the successive-conditional simulation of ``tests/test_likelihood_joint.py`` (negative
+Runs the successive-conditional simulation of ``tests/likelihoods/test_likelihood_joint.py`` (negative
 binomial: ``r_j ~ Gamma(2, 2)``, so ``b = y + r`` sits in 0.3-8, the range where
 ``polyagamma``'s default was biased) with the weight update's ``draw_pg`` replaced by
 

@@ -16,8 +16,8 @@ from ibp_rflvm import model
 from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp
 
-from .test_ibp import capped_prior_moments
-from .test_ibp_beta import learned_beta_moments
+from .samplers.test_ibp import capped_prior_moments
+from .samplers.test_ibp_beta import learned_beta_moments
 
 N, J, M = 5, 2, 3
 P_W_INSIDE = float(stats.t(df=3).cdf(math.sqrt(1.5)) - stats.t(df=3).cdf(-math.sqrt(1.5)))

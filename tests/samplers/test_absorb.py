@@ -1,7 +1,7 @@
 """Absorb/emit moves (samplers/absorb.py): the shear and its ratio (the cache checks and the
-option's switch are parametrised with the transfers' in tests/test_transfer.py).
+option's switch are parametrised with the transfers' in tests/samplers/test_transfer.py).
 
-Exactness inside the whole sweep: the IBP prior check (tests/test_ibp.py) and the
+Exactness inside the whole sweep: the IBP prior check (tests/samplers/test_ibp.py) and the
 joint-distribution tests run with the moves on and require accepted absorbs and emits.
 """
 

@@ -18,9 +18,9 @@ from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.samplers import ibp
 
-from .test_ibp import capped_prior_moments
-from .test_ibp_beta import learned_beta_moments
-from .test_joint_distribution import P_W_INSIDE
+from ..samplers.test_ibp import capped_prior_moments
+from ..samplers.test_ibp_beta import learned_beta_moments
+from ..test_joint_distribution import P_W_INSIDE
 
 N, J, M = 6, 3, 3
 SCALE = 0.7  # prior sd of beta: keeps counts small

@@ -106,7 +106,7 @@ def learned_beta_moments(alpha_prior, beta_prior, n: int) -> dict[str, float]:
 def _prior_chain(
     data_cols, n_sweeps, beta, n=10, alpha=2.0, seed=0, beta_prior=(1.0, 1.0), burn=200, max_dims=None
 ):
-    """The real sweep with no information in the data (``data_cols``: see tests/test_ibp.py).
+    """The real sweep with no information in the data (``data_cols``: see tests/samplers/test_ibp.py).
     Returns the traces after `burn` sweeps and the summed move counts."""
     rng = np.random.default_rng(seed)
     use_lik = data_cols is not None

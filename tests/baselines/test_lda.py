@@ -9,7 +9,7 @@ from ibp_rflvm.baselines.lda import LDA, collapsed_log_joint
 from ibp_rflvm.datasets.holdout import holdout_mask
 from ibp_rflvm.scoring import heldout_entries, perplexity
 
-from .masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
+from ..masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
 
 
 def _simulate(rng, N, J, K, alpha, eta, mean_length=100):

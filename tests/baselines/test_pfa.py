@@ -9,7 +9,7 @@ from ibp_rflvm.baselines.pfa import PoissonFactorAnalysis, _crt_totals, gibbs_sw
 from ibp_rflvm.datasets.holdout import holdout_mask
 from ibp_rflvm.scoring import heldout_entries, perplexity, poisson_logpmf
 
-from .masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
+from ..masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
 
 
 def _simulate(rng, N, J, K, theta_shape=0.3, theta_scale=30.0, phi_conc=0.1):

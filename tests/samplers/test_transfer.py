@@ -1,9 +1,9 @@
 """Row transfers (samplers/transfer.py): the involution, its ratio, and the caches it carries
-(with those of absorb/emit, samplers/absorb.py, whose other tests are in tests/test_absorb.py).
+(with those of absorb/emit, samplers/absorb.py, whose other tests are in tests/samplers/test_absorb.py).
 
 Exactness of the move inside the whole sweep is checked by the IBP prior check
-(tests/test_ibp.py) and the joint-distribution tests (tests/test_joint_distribution.py,
-tests/test_likelihood_joint.py), which require accepted transfers.
+(tests/samplers/test_ibp.py) and the joint-distribution tests (tests/test_joint_distribution.py,
+tests/likelihoods/test_likelihood_joint.py), which require accepted transfers.
 """
 
 import math

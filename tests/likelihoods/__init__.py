@@ -1,0 +1,1 @@
+"""Tests of ibp_rflvm.likelihoods."""
