@@ -152,6 +152,9 @@ def test_failed_run_leaves_no_output_folder(tmp_path, capsys):
     assert main(["fit", str(good), "--out", str(out), "--checkpoint", *FAST, "--n-frequencies", "0"]) == 2
     assert "n_frequencies" in capsys.readouterr().err
     assert not (tmp_path / "new").exists() and tmp_path.exists()
+    # The same for the paper's experiments.
+    assert main(["reproduce", "table1", "--datasets", "nope", "--out", str(out), "--quiet"]) == 2
+    assert not (tmp_path / "new").exists()
 
 
 def test_messages_name_rows_and_columns_as_the_file_does(tmp_path, capsys):
@@ -238,6 +241,10 @@ def test_size_factor_options(tmp_path, capsys):
     assert "'r3'" in capsys.readouterr().err
     assert main(["fit", str(plain), "--size-factors", "total", "--out", str(out), *FAST]) == 2
     assert "gaussian likelihood takes no size factors" in capsys.readouterr().err
+    counts.loc["r5", list("abcd")] = 0
+    counts.drop(columns="depth").to_csv(plain)
+    assert main([*run, "--size-factors", "total"]) == 2
+    assert "rows 'r5' have no positive count" in capsys.readouterr().err
 
 
 def test_compile_notice_comes_before_the_fit(tmp_path, capsys, monkeypatch):

@@ -103,6 +103,13 @@ def size_factors(
     if "size_factors" in params:
         raise UsageError(f"{option} and --likelihood-param size_factors=... say the same thing: give one")
     if source == "total":
+        totals = np.nansum(np.where(np.isnan(table.values), 0.0, table.values), axis=1)
+        with labelled(table.rows, table.columns):
+            if (totals <= 0).any():
+                raise UsageError(
+                    "--size-factors total divides by each row's mean count, but rows "
+                    f"{_indices(totals <= 0)} have no positive count: remove them or give the factors"
+                )
         return table, "total"
     if column is not None:
         j = _column_index(table, column)
@@ -159,12 +166,13 @@ def _size_factor_file(source: str, table: Table) -> np.ndarray:
 
 
 class OutputFolder:
-    """The output folder, created when the fit needs it; a failed run removes the folders it
-    created as long as they are still empty (a checkpoint written before a failure stays)."""
+    """The output folder, created when the command needs it; a failed run removes the folders
+    that did not exist before it as long as they hold no file (so a checkpoint written before
+    a failure stays)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.created: list[Path] = []
+        self.missing = [p for p in (self.path, *self.path.parents) if not p.exists()]  # deepest first
 
     def check(self) -> None:
         """Refuse a path that cannot become the folder, before any work is done."""
@@ -172,13 +180,18 @@ class OutputFolder:
             raise UsageError(f"--out {self.path} is a file, not a folder")
 
     def make(self) -> Path:
-        missing = [p for p in (self.path, *self.path.parents) if not p.exists()]
         self.path.mkdir(parents=True, exist_ok=True)
-        self.created = missing  # deepest first
         return self.path
 
     def discard_if_empty(self) -> None:
-        for folder in self.created:
+        if not self.missing:
+            return
+        if self.path.is_dir():  # subfolders this run made inside it, deepest first
+            inside = [p for p in self.path.rglob("*") if p.is_dir()]
+            for folder in sorted(inside, key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        for folder in self.missing:
             with contextlib.suppress(OSError):  # not empty, or gone: leave it
                 folder.rmdir()
 

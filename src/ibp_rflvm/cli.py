@@ -1,4 +1,5 @@
-"""Command line: ``ibp-rflvm demo | datasets | fit``."""
+"""ibp-rflvm from the command line: a demo, the data sets, fitting your own data, and the paper's
+experiments. `ibp-rflvm COMMAND --help` describes each command."""
 
 from __future__ import annotations
 
@@ -162,8 +163,10 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _reproduce(args: argparse.Namespace) -> int:
     """Run (or resume) the paper's experiments; see :mod:`ibp_rflvm.evaluation.harness`."""
+    from ._cli_fit import OutputFolder
     from .evaluation.harness import ReproduceError, RunConfig, reproduce, status
 
+    out = OutputFolder(args.out)
     if args.status and args.report_only:
         print("ibp-rflvm reproduce: --status and --report-only exclude each other", file=sys.stderr)
         return 2
@@ -194,6 +197,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             report_only=args.report_only,
         )
     except ReproduceError as exc:
+        out.discard_if_empty()
         print(f"ibp-rflvm reproduce: {exc}", file=sys.stderr)
         return 2
     print(
@@ -238,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="fit IBP-RFLVM and RFLVM to breast cancer with 20%% held out")
     demo.add_argument("--out", default="results/demo", help="folder for the figures")
     demo.add_argument("--n-iter", type=int, default=100, help="MCMC sweeps (default 100)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=int, default=0, help="random seed of the hold-out and the chains")
     demo.add_argument("--progress", action="store_true", help="show progress bars")
     demo.set_defaults(func=_demo)
     ds = sub.add_parser("datasets", help="list the data sets and whether their files are found")
@@ -292,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=None,
         help="threads per chain (n_threads; default: the CPUs shared among the chains); same result",
     )  # fmt: skip
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same chains")
     fit.add_argument("--key", default=None, help="array name inside a .npz file")
     fit.add_argument(
         "--checkpoint", action="store_true",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -115,7 +116,9 @@ def latent_figure(
         axes[0, 0].set_yticks(mids)
         axes[0, 0].set_yticklabels(names, fontsize=7, rotation=90, va="center")
     if suptitle:
-        fig.suptitle(suptitle)
+        # A title wider than a one- or two-panel figure would be cut at both edges: wrap it.
+        width = max(20, int(fig.get_figwidth() * 8))
+        fig.suptitle("\n".join(textwrap.fill(line, width) for line in suptitle.splitlines()))
     return fig
 
 
