@@ -285,3 +285,17 @@ def test_compile_notice_names_the_cache_and_goes_once_cached(tmp_path):
     assert "compiling" in first.stdout and str(tmp_path / "cache") in first.stdout
     second = subprocess.run([sys.executable, "-c", code, "-"], env=env, capture_output=True, text=True)
     assert second.stdout.strip() == "None", second.stdout
+
+
+def test_a_cap_below_the_default_start_lowers_the_start(tmp_path, capsys):
+    import arviz as az
+
+    path = tmp_path / "expr.csv"
+    _frame().to_csv(path)
+    out = tmp_path / "o"
+    assert main(["fit", str(path), "--max-dims", "3", "--out", str(out), *FAST]) == 0
+    assert az.from_netcdf(out / "samples.nc").posterior["k_plus"].values.max() <= 3
+    refused = tmp_path / "p"
+    assert main(["fit", str(path), "--dims", "6", "--max-dims", "4", "--out", str(refused), *FAST]) == 2
+    assert "--dims 6 exceeds --max-dims 4" in capsys.readouterr().err
+    assert not refused.exists()

@@ -80,7 +80,6 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from . import IBPRFLVM, RFLVM
     from . import _cli_fit as cf
     from ._validation import as_data_matrix, labelled
     from .io import read_table
@@ -116,13 +115,11 @@ def _fit(args: argparse.Namespace) -> int:
         if old.exists() and not any(out.path.glob(cf.CHECKPOINT_NAME + "*")):
             print(f"{prog}: {old} is a checkpoint of an older version (a zip despite its name); rename "
                   f"it to {cf.CHECKPOINT_NAME} to resume from it", file=sys.stderr)  # fmt: skip
-    if args.model == "ibp":
-        ibp_only = {} if args.dims is None else {"init_dims": args.dims}
-        if args.max_dims != -1:  # -1: not given, so IBPRFLVM's default
-            ibp_only["max_dims"] = args.max_dims
-        model = IBPRFLVM(**ibp_only, **common)
-    else:
-        model = RFLVM(n_components=2 if args.dims is None else args.dims, **common)
+    try:
+        model = _model(args, common)
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
     n, j = Y.shape
     print(f"{args.data}: {n} rows x {j} columns, {int(np.isnan(Y).sum())} unobserved entries")
     for note in table.notes:
@@ -159,6 +156,24 @@ def _fit(args: argparse.Namespace) -> int:
         files += f", {cf.CHECKPOINT_NAME}" + (".chain<c>" if args.n_chains > 1 else "")
     print(f"wrote {files} in {out.path}")
     return 0
+
+
+def _model(args: argparse.Namespace, common: dict):
+    """The estimator the options ask for; a cap below the default start lowers the start."""
+    from . import IBPRFLVM, RFLVM
+
+    if args.model == "dense":
+        return RFLVM(n_components=2 if args.dims is None else args.dims, **common)
+    ibp_only = {} if args.dims is None else {"init_dims": args.dims}
+    if args.max_dims != -1:  # -1: not given, so IBPRFLVM's default
+        ibp_only["max_dims"] = args.max_dims
+    cap = ibp_only.get("max_dims", IBPRFLVM().max_dims)
+    start = ibp_only.get("init_dims", IBPRFLVM().init_dims)
+    if cap is not None and start > cap:
+        if args.dims is not None:
+            raise ValueError(f"--dims {args.dims} exceeds --max-dims {cap}: the start must respect the cap")
+        ibp_only["init_dims"] = cap
+    return IBPRFLVM(**ibp_only, **common)
 
 
 def _reproduce(args: argparse.Namespace) -> int:
