@@ -276,10 +276,11 @@ def write_results(model, table: Table, out: Path, title: str, source: str):
     embedding = model.embedding_
     write_table(out / "embedding.csv", embedding, [f"component{k + 1}" for k in range(embedding.shape[1])],
                 table.rows, index_label)  # fmt: skip
+    dims = "K+" if hasattr(model, "init_dims") else "D"  # the dense RFLVM has n_components instead
     which = f"chain {best}"
     if n_chains > 1:
         which += f" of {n_chains}, stacking weight {weights[best]:.2f}, the largest"
-    latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, K+ = {k_final[best]}"], None,
+    latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, {dims} = {k_final[best]}"], None,
                     out / "latent_space.png", suptitle=source)  # fmt: skip
     starts = np.asarray(model.chain_starts_, dtype=int)
     traces = {
@@ -299,7 +300,7 @@ def write_results(model, table: Table, out: Path, title: str, source: str):
     post = ", ".join(f"{k}: {p:.2f}" for k, p in model.k_plus_posterior_.items())
     lines.append(f"posterior of K+ over the kept sweeps ({combined}): {post}")
     lines.append(
-        f"final K+ = {k_final[best]} ({which}); latent.csv and latent_space.png hold its final sample"
+        f"final {dims} = {k_final[best]} ({which}); latent.csv and latent_space.png hold its final sample"
     )
     lines.append(f"embedding.csv: {embedding.shape[1]} posterior-embedding components ({combined})")
     return lines, summary
