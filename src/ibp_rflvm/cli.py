@@ -1,4 +1,5 @@
-"""Command line: ``ibp-rflvm demo | datasets | fit``."""
+"""ibp-rflvm from the command line: a demo, the data sets, fitting your own data, and the paper's
+experiments. `ibp-rflvm COMMAND --help` describes each command."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ._cli_fit import CHECKPOINT_NAME, numba_note
+
 
 def _demo(args: argparse.Namespace) -> int:
     from sklearn.datasets import load_breast_cancer
 
     from . import IBPRFLVM, RFLVM, holdout_mask
+    from ._validation import resolve_burn_in
     from .plots import k_plus_plot, latent_heatmaps
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     data = load_breast_cancer()
     Y = data.data
     Y = (Y - Y.mean(axis=0)) / Y.std(axis=0)
@@ -25,6 +28,9 @@ def _demo(args: argparse.Namespace) -> int:
     Y_train, Y_test = holdout_mask(Y, fraction=0.2, random_state=args.seed)
     n_test = int(np.count_nonzero(~np.isnan(Y_test)))
     print(f"Wisconsin breast cancer: {Y.shape[0]} x {Y.shape[1]}, standardised; {n_test} entries held out")
+    note = numba_note("gaussian")
+    if note is not None:
+        print(note, flush=True)
 
     t0 = time.perf_counter()
     ibp = IBPRFLVM(n_iter=args.n_iter, random_state=args.seed, verbose=args.progress).fit(Y_train)
@@ -41,9 +47,7 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"{name:<12} {d:>3} {lpd:>14.2f} {lpd / n_test:>10.4f} {t / args.n_iter:>8.3f}")
     trace = " ".join(str(int(k)) for k in ibp.n_active_)
     print(f"\nK+ after each sweep: {trace}")
-    kept = ibp.n_active_[ibp._burn_in():]
-    values, counts = np.unique(kept, return_counts=True)
-    posterior = ", ".join(f"{v}: {c / kept.size:.2f}" for v, c in zip(values, counts, strict=True))
+    posterior = ", ".join(f"{v}: {p:.2f}" for v, p in ibp.k_plus_posterior_.items())
     print(f"posterior of K+ (kept sweeps): {posterior}")
     eff = ibp.effective_dims_posterior_
     print("effective dimensions (posterior): " + ", ".join(f"{v}: {p:.2f}" for v, p in eff.items()))
@@ -53,7 +57,9 @@ def _demo(args: argparse.Namespace) -> int:
         out / "latent_space.png", label_names=["malignant", "benign"],
         suptitle="Breast cancer latent space (rows sorted by diagnosis)",
     )  # fmt: skip
-    k_plus_plot({"IBP-RFLVM": ibp.n_active_}, out / "k_plus_trace.png", burn_in=ibp._burn_in())
+    burn = resolve_burn_in(ibp.n_iter, ibp.burn_in)[1]
+    k_plus_plot({"IBP-RFLVM": ibp.n_active_}, out / "k_plus_trace.png", burn, ibp.k_plus_posterior_,
+                posterior_label="posterior of K+")  # fmt: skip
     print(f"\nwrote {out / 'latent_space.png'} and {out / 'k_plus_trace.png'}")
     return 0
 
@@ -74,66 +80,108 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    import warnings
+    from . import _cli_fit as cf
+    from ._validation import as_data_matrix, labelled
+    from .io import read_table
 
-    from . import IBPRFLVM, RFLVM
-    from .io import read_matrix
-    from .plots import k_plus_plot, latent_heatmaps
-
+    prog = "ibp-rflvm fit"
+    out = cf.OutputFolder(args.out)
     try:
-        Y, header = read_matrix(args.data, key=args.key)
-    except (OSError, ValueError) as exc:
-        print(f"ibp-rflvm fit: {exc}", file=sys.stderr)
+        out.check()
+        table = read_table(args.data, key=args.key)
+        params = cf.likelihood_params(args.likelihood_param, args.likelihood)
+        table, sf = cf.size_factors(
+            table, args.likelihood, args.size_factors, args.size_factor_column, params
+        )
+        if sf is not None:
+            params["size_factors"] = sf
+        # The checks fit makes, here, so that bad input stops before an output folder exists.
+        with labelled(table.rows, table.columns):
+            Y = as_data_matrix(table.values)
+            lik = cf.likelihood_class(args.likelihood)(**params)
+            lik.validate(Y)
+    except (OSError, ValueError, TypeError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     common = {
         "likelihood": args.likelihood, "n_frequencies": args.n_frequencies, "n_iter": args.n_iter,
         "burn_in": args.burn_in, "random_state": args.seed, "n_chains": args.n_chains,
-        "checkpoint_path": str(out / "checkpoint.pkl") if args.checkpoint else None,
         "verbose": not args.quiet, "sampler": args.sampler, "n_threads": args.threads,
+        "likelihood_params": params or None, "n_jobs": args.n_jobs,
     }  # fmt: skip
-    if args.model == "ibp":
-        ibp_only = {} if args.dims is None else {"init_dims": args.dims}
-        if args.max_dims != -1:  # -1: not given, so IBPRFLVM's default
-            ibp_only["max_dims"] = args.max_dims
-        model = IBPRFLVM(**ibp_only, **common)
-    else:
-        model = RFLVM(n_components=2 if args.dims is None else args.dims, **common)
-    shape = "x".join(str(s) for s in Y.shape) if Y.ndim else "scalar"
-    print(f"{args.data}: {shape}, {int(np.isnan(Y).sum()) if Y.ndim else 0} unobserved entries")
+    if args.checkpoint:
+        common["checkpoint_path"] = str(out.path / cf.CHECKPOINT_NAME)
+        old = out.path / cf.OLD_CHECKPOINT_NAME
+        if old.exists() and not any(out.path.glob(cf.CHECKPOINT_NAME + "*")):
+            print(f"{prog}: {old} is a checkpoint of an older version (a zip despite its name); rename "
+                  f"it to {cf.CHECKPOINT_NAME} to resume from it", file=sys.stderr)  # fmt: skip
+    try:
+        model = _model(args, common)
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    n, j = Y.shape
+    print(f"{args.data}: {n} rows x {j} columns, {int(np.isnan(Y).sum())} unobserved entries")
+    for note in table.notes:
+        print(f"  {note}")
+    title = f"{'IBP-RFLVM' if args.model == 'ibp' else 'RFLVM'} ({args.likelihood})"
+    chains = f"{args.n_chains} chains" if args.n_chains > 1 else "1 chain"
+    print(f"fitting {title}: {chains} x {args.n_iter} sweeps")
+    note = cf.numba_note(args.likelihood)
+    if note is not None:
+        print(note, flush=True)
     t0 = time.perf_counter()
     try:
-        model.fit(Y, resume=args.checkpoint)
-    except ValueError as exc:
-        print(f"ibp-rflvm fit: {exc}", file=sys.stderr)
+        if args.checkpoint:
+            out.make()
+        with cf.readable_warnings(prog), labelled(table.rows, table.columns):
+            model.fit(Y, resume=args.checkpoint)
+    except (ValueError, TypeError) as exc:
+        out.discard_if_empty()
+        print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    except BaseException:
+        out.discard_if_empty()
+        raise
     elapsed = time.perf_counter() - t0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ArviZ warns about few draws on short runs
-        idata = model.to_inference_data()
-        idata.to_netcdf(str(out / "samples.nc"))
-        table = model.summary()
-    table.to_csv(out / "summary.csv")
-    np.savetxt(out / "latent.csv", model.latent_, delimiter=",")
-    np.savetxt(out / "embedding.csv", model.embedding_, delimiter=",")
-    labels = np.zeros(Y.shape[0], dtype=int)
-    latent_heatmaps([model.latent_], [f"{type(model).__name__} ({args.likelihood})"], labels,
-                    out / "latent_space.png", suptitle=str(args.data))  # fmt: skip
-    k_plus_plot({f"chain {c}": k for c, k in enumerate(model.traces_["n_active"])}, out / "k_plus_trace.png",
-                burn_in=model._burn_in())  # fmt: skip
-    print(f"{args.n_iter} sweeps x {args.n_chains} chain(s) in {elapsed:.1f} s; "
-          f"final K+ = {model.n_active_[-1]}")  # fmt: skip
-    print(table[["mean", "sd", "ess_bulk", "ess_tail", "r_hat"]].head(6).to_string())
+    print(f"{args.n_iter} sweeps x {chains} in {elapsed:.1f} s")
+    out.make()
+    with cf.readable_warnings(prog):
+        lines, summary = cf.write_results(model, table, out.path, title, str(args.data))
+    for line in lines:
+        print(line)
+    print(summary[["mean", "sd", "ess_bulk", "ess_tail", "r_hat"]].head(6).to_string())
     files = "samples.nc, summary.csv, latent.csv, embedding.csv, latent_space.png, k_plus_trace.png"
-    print(f"wrote {files} in {out}")
+    if args.checkpoint:
+        files += f", {cf.CHECKPOINT_NAME}" + (".chain<c>" if args.n_chains > 1 else "")
+    print(f"wrote {files} in {out.path}")
     return 0
+
+
+def _model(args: argparse.Namespace, common: dict):
+    """The estimator the options ask for; a cap below the default start lowers the start."""
+    from . import IBPRFLVM, RFLVM
+
+    if args.model == "dense":
+        return RFLVM(n_components=2 if args.dims is None else args.dims, **common)
+    ibp_only = {} if args.dims is None else {"init_dims": args.dims}
+    if args.max_dims != -1:  # -1: not given, so IBPRFLVM's default
+        ibp_only["max_dims"] = args.max_dims
+    cap = ibp_only.get("max_dims", IBPRFLVM().max_dims)
+    start = ibp_only.get("init_dims", IBPRFLVM().init_dims)
+    if cap is not None and start > cap:
+        if args.dims is not None:
+            raise ValueError(f"--dims {args.dims} exceeds --max-dims {cap}: the start must respect the cap")
+        ibp_only["init_dims"] = cap
+    return IBPRFLVM(**ibp_only, **common)
 
 
 def _reproduce(args: argparse.Namespace) -> int:
     """Run (or resume) the paper's experiments; see :mod:`ibp_rflvm.evaluation.harness`."""
+    from ._cli_fit import OutputFolder
     from .evaluation.harness import ReproduceError, RunConfig, reproduce, status
 
+    out = OutputFolder(args.out)
     if args.status and args.report_only:
         print("ibp-rflvm reproduce: --status and --report-only exclude each other", file=sys.stderr)
         return 2
@@ -164,6 +212,7 @@ def _reproduce(args: argparse.Namespace) -> int:
             report_only=args.report_only,
         )
     except ReproduceError as exc:
+        out.discard_if_empty()
         print(f"ibp-rflvm reproduce: {exc}", file=sys.stderr)
         return 2
     print(
@@ -175,21 +224,70 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 1 if summary.failed or summary.blocked else 0
 
 
+FIT_HELP = """Fit IBP-RFLVM (or the dense RFLVM) to a data file and write the results.
+
+Text files: the delimiter (comma, tab, semicolon, spaces) is detected; the first line is a header
+when it names columns of numbers. The first column is read as row names, not data, when its
+header cell is empty (the index pandas' to_csv writes by default, or R's write.csv), when the
+header is one cell shorter than the rows (R's write.table), or when its cells are distinct text.
+Any other column of text is refused, naming it. Messages count rows and columns from 1."""
+
+FIT_EPILOG = f"""output files (in --out):
+  latent.csv        the final latent positions of the best chain (largest stacking weight),
+                    its active dimensions most used first; header and row names
+  embedding.csv     the posterior embedding of all chains' kept samples, stacking-weighted
+  latent_space.png  latent.csv as a heat map, titled with its chain
+  k_plus_trace.png  K+ per sweep of every chain, and the combined posterior of K+
+  samples.nc        every chain's kept samples (ArviZ InferenceData)
+  summary.csv       R-hat and effective sizes, then one row per chain (start, K+, weight)
+  {CHECKPOINT_NAME}    with --checkpoint
+Chains are numbered from 0, as in samples.nc and summary.csv.
+
+The first fit after installing compiles numba kernels (10-30 s, said when it happens); numba
+caches them in the package's __pycache__ folders when they are writable (an editable install),
+otherwise in ~/.cache/numba; set NUMBA_CACHE_DIR to choose the folder (needed when neither is
+writable)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from .likelihoods import REGISTRY
+
     parser = argparse.ArgumentParser(prog="ibp-rflvm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="fit IBP-RFLVM and RFLVM to breast cancer with 20%% held out")
     demo.add_argument("--out", default="results/demo", help="folder for the figures")
     demo.add_argument("--n-iter", type=int, default=100, help="MCMC sweeps (default 100)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=int, default=0, help="random seed of the hold-out and the chains")
     demo.add_argument("--progress", action="store_true", help="show progress bars")
     demo.set_defaults(func=_demo)
     ds = sub.add_parser("datasets", help="list the data sets and whether their files are found")
     ds.add_argument("--data-home", default=None)
     ds.set_defaults(func=_datasets)
-    fit = sub.add_parser("fit", help="fit a model to your own data file (CSV/TSV, .npy, .npz)")
-    fit.add_argument("data", help="CSV/TSV (header optional; empty or NA cells unobserved), .npy or .npz")
-    fit.add_argument("--likelihood", default="gaussian", help="gaussian (default) or a count likelihood")
+    fit = sub.add_parser(
+        "fit", help="fit a model to your own data file (CSV/TSV, .npy, .npz)", description=FIT_HELP,
+        epilog=FIT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    fit.add_argument(
+        "data", help="CSV/TSV (header and row names optional; empty or NA cells unobserved), .npy or .npz"
+    )
+    fit.add_argument(
+        "--likelihood", default="gaussian", choices=sorted(REGISTRY),
+        help="observation model (default gaussian; the others are for counts or binary data)",
+    )  # fmt: skip
+    fit.add_argument(
+        "--likelihood-param", action="append", default=[], metavar="KEY=VALUE",
+        help="a likelihood parameter, repeatable: e.g. n_trials=5 (binomial), a0=1 b0=1 (gaussian's "
+        "noise prior), e0=1 f0=1 (negbinom); VALUE is JSON or a word, or @FILE for an array read like the "
+        "data (e.g. per-entry n_trials)",
+    )  # fmt: skip
+    fit.add_argument(
+        "--size-factors", default=None, metavar="total|FILE",
+        help="per-row size factors of poisson/negbinom: 'total' (each row's mean count) or a file of one "
+        "positive number per row (matched by row name when both files have them)",
+    )  # fmt: skip
+    fit.add_argument("--size-factor-column", default=None, metavar="NAME|NUMBER",
+                     help="take the size factors from this column of the data (its header name, or its "
+                     "number counted from 1); the column is then not fitted")  # fmt: skip
     fit.add_argument("--model", choices=["ibp", "dense"], default="ibp", help="IBP-RFLVM (default) or RFLVM")
     fit.add_argument(
         "--dims", type=int, default=None,
@@ -201,18 +299,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument("--sampler", choices=["default", "paper"], default="default",
                      help="the mixing sampler (default) or the paper's sweep and start")  # fmt: skip
-    fit.add_argument("--n-iter", type=int, default=100)
-    fit.add_argument("--burn-in", type=int, default=None)
-    fit.add_argument("--n-frequencies", type=int, default=50)
-    fit.add_argument("--n-chains", type=int, default=1)
+    fit.add_argument("--n-iter", type=int, default=100, help="MCMC sweeps per chain (default 100)")
+    fit.add_argument("--burn-in", type=int, default=None, help="sweeps discarded (default: half)")
+    fit.add_argument("--n-frequencies", type=int, default=50, help="random frequencies M (default 50)")
+    fit.add_argument("--n-chains", type=int, default=1, help="independent chains, combined by stacking")
+    fit.add_argument(
+        "--n-jobs", type=int, default=None,
+        help="processes for the chains (default: one per chain, at most the CPUs; 1: this one)",
+    )  # fmt: skip
     fit.add_argument(
         "--threads", type=int, default=None,
         help="threads per chain (n_threads; default: the CPUs shared among the chains); same result",
     )  # fmt: skip
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same chains")
     fit.add_argument("--key", default=None, help="array name inside a .npz file")
-    fit.add_argument("--checkpoint", action="store_true", help="checkpoint in OUT and resume from it")
-    fit.add_argument("--out", default="results/fit", help="output folder")
+    fit.add_argument(
+        "--checkpoint", action="store_true",
+        help=f"save the chain to OUT/{CHECKPOINT_NAME} every 10 sweeps (a zip of .npy arrays and JSON, "
+        f"never a pickle; with several chains {CHECKPOINT_NAME}.chain<c>) and resume from it when it exists",
+    )  # fmt: skip
+    fit.add_argument("--out", default="results/fit", help="output folder, created once the data are read")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
     fit.set_defaults(func=_fit)
     rep = sub.add_parser(

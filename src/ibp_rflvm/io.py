@@ -1,8 +1,11 @@
-"""Reading a user's data matrix: CSV/TSV (with or without a header), .npy and .npz."""
+"""Reading a user's data matrix (CSV/TSV with or without a header and row names, .npy, .npz)
+and writing result tables the same way round."""
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -19,20 +22,50 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _numeric_or_missing(cell: str) -> bool:
+    return cell.lower() in MISSING or _is_number(cell)
+
+
+@dataclass
+class Table:
+    """A data matrix read from a file: ``values`` (NaN = unobserved), the column names (None
+    without a header), the row names (None unless the file had them), the header cell above the
+    row names, and notes on how the file was read (e.g. which column became row names)."""
+
+    values: np.ndarray
+    columns: list[str] | None = None
+    rows: list[str] | None = None
+    index_label: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
 def read_matrix(path: str | Path, key: str | None = None) -> tuple[np.ndarray, list[str] | None]:
     """The data matrix in `path` (NaN = unobserved) and its column names, if the file has them.
 
+    See :func:`read_table`, which also returns the row names.
+    """
+    table = read_table(path, key)
+    return table.values, table.columns
+
+
+def read_table(path: str | Path, key: str | None = None) -> Table:
+    """The data matrix in `path` with its column and row names, where the file has them.
+
     Text files: the delimiter is sniffed (comma, tab, semicolon or whitespace); the first line is
-    a header when some of its cells are not numbers while the second line's are. Empty cells and
-    ``NA``/``NaN``/``null``-like cells are unobserved. Any other cell that is not a number is an
-    error naming its line and column.
+    a header when a column's first cell is text and the rest of that column is numbers. The
+    first column holds row names when its header cell is empty (as pandas' ``to_csv`` and R's
+    ``write.csv`` write the index), when the header is one cell shorter than the rows (R's
+    ``write.table``), or when all its cells are distinct text. Empty cells and
+    ``NA``/``NaN``/``null``-like cells are unobserved. Another column of text is an error naming
+    the column (1-based, and its header name); any other cell that is not a number is an error
+    naming its line and column.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such data file: {path}")
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        return np.load(path, allow_pickle=False), None
+        return Table(np.load(path, allow_pickle=False))
     if suffix == ".npz":
         with np.load(path, allow_pickle=False) as archive:
             names = list(archive.files)
@@ -42,7 +75,11 @@ def read_matrix(path: str | Path, key: str | None = None) -> tuple[np.ndarray, l
                 key = names[0]
             if key not in names:
                 raise ValueError(f"{path} has no array {key!r}; it holds {names}")
-            return archive[key], None
+            return Table(archive[key])
+    return _read_text(path)
+
+
+def _split(path: Path) -> list[list[str]]:
     text = path.read_text(encoding="utf-8-sig")
     # Only lines of spaces are blank: a line of tabs (or commas) is a row of empty cells.
     lines = [ln for ln in text.splitlines() if ln.strip(" ")]
@@ -57,32 +94,142 @@ def read_matrix(path: str | Path, key: str | None = None) -> tuple[np.ndarray, l
         # read it as one text cell (a header), so a delimiter seen on the first line wins.
         seen = [d for d in ",\t;" if d in lines[0]]
         rows = list(csv.reader(lines, delimiter=seen[0])) if seen else [ln.split() for ln in lines]
-    first = [c.strip() for c in rows[0]]
-    second = [c.strip() for c in rows[1]] if len(rows) > 1 else []
+    return [[c.strip() for c in row] for row in rows]
 
-    def numeric_or_missing(cells):
-        return all(c.lower() in MISSING or _is_number(c) for c in cells)
 
-    has_header = not numeric_or_missing(first) and numeric_or_missing(second)
-    header = first if has_header else None
+def _counts_columns(first: list[str]) -> bool:
+    """Whether a line is ``0,1,2,...`` or ``1,2,3,...`` (after an empty cell above row names): the
+    names pandas gives unnamed columns, which no data row of 3 or more cells is likely to be."""
+    cells = first[1:] if first and first[0] == "" else first
+    counted = [str(i) for i in range(len(cells))]
+    return len(cells) >= 3 and cells in (counted, counted[1:] + [str(len(cells))])
+
+
+def _has_header(rows: list[list[str]]) -> bool:
+    first, rest = rows[0], rows[1:]
+    if _counts_columns(first):
+        return True
+    if not rest:
+        return not all(_numeric_or_missing(c) for c in first)
+    # A header names columns of numbers: some column is text on the first line only. Columns
+    # of text throughout (row names, or a mistake reported later) say nothing either way.
+    width = min(len(r) for r in rows)
+    for c in range(width):
+        if not _numeric_or_missing(first[c]) and all(_numeric_or_missing(r[c]) for r in rest):
+            return True
+    # R's write.table: one header cell fewer than the rows, which start with their names.
+    short = len(first) == len(rest[0]) - 1 and all(not _numeric_or_missing(c) for c in first)
+    return short
+
+
+def _read_text(path: Path) -> Table:
+    rows = _split(path)
+    has_header = _has_header(rows)
+    header = rows[0] if has_header else None
     body = rows[1:] if has_header else rows
     start_line = 2 if has_header else 1
-    width = len(header) if header is not None else len(body[0])
-    out = np.empty((len(body), width))
+    notes: list[str] = []
+    width = len(body[0]) if body else len(header or [])
+    if header is not None and len(header) == width - 1:
+        header = ["", *header]
+        notes.append("the header has one cell fewer than the rows: their first cells are row names")
+    if header is not None and _counts_columns(header):
+        notes.append("the first line numbers the columns (as pandas names unnamed columns): read as a header")
+    names_first = _row_names_column(header, body)
+    if names_first and header is not None and header[0] == "" and not notes:
+        notes.append(
+            "the first column has no name in the header (an index, as pandas' to_csv writes it): "
+            "read as row names, not data"
+        )
+    elif names_first and not notes:
+        notes.append("the first column is text: read as row names, not data")
+    expect = len(header) if header is not None else width
     for r, cells in enumerate(body):
-        if len(cells) != width:
-            raise ValueError(f"{path}, line {r + start_line}: {len(cells)} cells where {width} were expected")
-        for c, cell in enumerate(cells):
-            cell = cell.strip()
+        if len(cells) != expect:
+            raise ValueError(
+                f"{path}, line {r + start_line}: {len(cells)} cells where {expect} were expected"
+            )
+    first_data = 1 if names_first else 0
+    _refuse_text_columns(path, header, body, first_data, start_line)
+    out = np.empty((len(body), expect - first_data))
+    for r, cells in enumerate(body):
+        for c in range(first_data, expect):
+            cell = cells[c]
             if cell.lower() in MISSING:
-                out[r, c] = np.nan
+                out[r, c - first_data] = np.nan
                 continue
             try:
-                out[r, c] = float(cell)
+                out[r, c - first_data] = float(cell)
             except ValueError:
-                column = f"column {c + 1}" + (f" ({header[c]!r})" if header is not None else "")
                 raise ValueError(
-                    f"{path}, line {r + start_line} (data row {r + 1}), {column}: {cell!r} is not a number "
-                    "(leave the cell empty or write NA for an unobserved entry)"
+                    f"{path}, line {r + start_line} (data row {r + 1}), {_column(header, c)}: {cell!r} is "
+                    "not a number (leave the cell empty or write NA for an unobserved entry)"
                 ) from None
-    return out, header
+    return Table(
+        out,
+        columns=None if header is None else header[first_data:],
+        rows=[cells[0] for cells in body] if names_first else None,
+        index_label=(header[0] or None) if names_first and header is not None else None,
+        notes=notes,
+    )
+
+
+def _column(header: list[str] | None, c: int) -> str:
+    return f"column {c + 1}" + (f" ({header[c]!r})" if header is not None and header[c] else "")
+
+
+def _row_names_column(header: list[str] | None, body: list[list[str]]) -> bool:
+    """Whether the first column holds row names rather than data."""
+    if not body or len(body[0]) < 2:
+        return False
+    if header is not None and header[0] == "":
+        return True
+    cells = [cells[0] for cells in body]
+    text = all(not _numeric_or_missing(c) for c in cells)
+    return text and len(set(cells)) == len(cells)
+
+
+def _refuse_text_columns(path: Path, header, body, first: int, start_line: int) -> None:
+    """A column of text (every observed cell not a number) is an error naming the column."""
+    if not body:
+        return
+    for c in range(first, len(body[0])):
+        observed = [(r, cells[c]) for r, cells in enumerate(body) if cells[c].lower() not in MISSING]
+        if observed and not any(_is_number(cell) for _, cell in observed):
+            r, cell = observed[0]
+            where = "" if c else " (a first column of text is read as row names only if its cells differ)"
+            raise ValueError(
+                f"{path}: {_column(header, c)} holds text, not numbers (e.g. {cell!r} on line "
+                f"{r + start_line}); every column but the row names must be numeric: remove it or "
+                f"encode it as numbers{where}"
+            )
+
+
+def format_number(value: float) -> str:
+    """`value` with 6 significant digits, never ``-0`` (a zero's sign is noise here)."""
+    return "NA" if np.isnan(value) else f"{float(value) + 0.0:.6g}"
+
+
+def write_table(
+    path: str | Path,
+    values: np.ndarray,
+    columns: Sequence[str],
+    rows: Sequence[str] | None = None,
+    index_label: str = "row",
+) -> Path:
+    """Write `values` as CSV: a header (`index_label`, then `columns`) and one line per row,
+    led by its name (`rows`, default the row numbers counted from 1), every number formatted by
+    :func:`format_number`. ``pandas.read_csv(path, index_col=0)`` reads it back."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[1] != len(columns):
+        raise ValueError(f"{len(columns)} column names for a table of shape {values.shape}")
+    names = [str(i + 1) for i in range(values.shape[0])] if rows is None else [str(r) for r in rows]
+    if len(names) != values.shape[0]:
+        raise ValueError(f"{len(names)} row names for {values.shape[0]} rows")
+    path = Path(path)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow([index_label, *columns])
+        for name, row in zip(names, values, strict=True):
+            writer.writerow([name, *(format_number(v) for v in row)])
+    return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 
 def _save(fig, path: str | Path) -> Path:
@@ -24,27 +26,62 @@ def _save(fig, path: str | Path) -> Path:
 def latent_heatmaps(
     latents: Sequence[np.ndarray],
     titles: Sequence[str],
-    labels: np.ndarray,
+    labels: np.ndarray | None,
     path: str | Path,
     label_names: Sequence[str] | None = None,
     suptitle: str | None = None,
     embeddings: Sequence[np.ndarray | None] | None = None,
 ) -> Path:
-    """One heat map per latent matrix (rows = observations sorted by label, columns = dimensions).
+    """:func:`latent_figure` saved to `path`."""
+    return _save(latent_figure(latents, titles, labels, label_names, suptitle, embeddings), path)
 
-    A horizontal line marks each change of label, so class structure in the latent space is
-    visible at a glance. Zeros (the IBP's inactive entries) show as the neutral colour. With
+
+#: At most about this many tick labels on a heat map's dimension axis.
+MAX_TICKS = 10
+
+
+def dimension_ticks(n_dims: int) -> list[int]:
+    """0-based positions of the labelled dimensions (or rows): all of them up to :data:`MAX_TICKS`, else
+    every second one from the first, or the first and every multiple of a round step (5, 10, 20,
+    50, ...), so that the labels never run together."""
+    if n_dims <= MAX_TICKS:
+        return list(range(n_dims))
+    if n_dims <= 2 * MAX_TICKS:
+        return list(range(0, n_dims, 2))
+    step = 5
+    while n_dims / step > MAX_TICKS:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2  # 5, 10, 20, 50, 100, ...
+    return sorted({0, *range(step - 1, n_dims, step)})
+
+
+def latent_figure(
+    latents: Sequence[np.ndarray],
+    titles: Sequence[str],
+    labels: np.ndarray | None,
+    label_names: Sequence[str] | None = None,
+    suptitle: str | None = None,
+    embeddings: Sequence[np.ndarray | None] | None = None,
+):
+    """One heat map per latent matrix (rows = observations, columns = dimensions), a Figure.
+
+    With `labels`, rows are sorted by label and a horizontal line marks each change of label,
+    so class structure in the latent space is visible at a glance; without (None), rows stay in
+    the data's order. Zeros (the IBP's inactive entries) show as the neutral colour. With
     `embeddings` (one ``N x 2`` array or None per panel), a second row shows each model's 2-D
     posterior embedding as a scatter coloured by label (empty where None).
     """
-    labels = np.asarray(labels)
+    n_obs = np.asarray(latents[0]).shape[0] if latents else 0
+    have_labels = labels is not None
+    labels = np.asarray(labels) if have_labels else np.zeros(n_obs, dtype=int)
     order = np.argsort(labels, kind="stable")
     sorted_labels = labels[order]
     boundaries = np.flatnonzero(np.diff(sorted_labels)) + 0.5
     scatter = embeddings is not None and any(e is not None for e in embeddings)
     n_rows = 2 if scatter else 1
+    widest = max((np.asarray(H).shape[1] for H in latents), default=1)
+    panel = 2.2 + 0.04 * max(0, widest - 20)  # wide latents get a wider panel
     fig, axes = plt.subplots(
-        n_rows, len(latents), figsize=(2.2 * len(latents) + 1.0, 5.0 * n_rows), squeeze=False
+        n_rows, len(latents), figsize=(panel * len(latents) + 1.0, 5.0 * n_rows), squeeze=False
     )
     if scatter:
         _embedding_row(axes[1], embeddings, labels, label_names)
@@ -58,11 +95,19 @@ def latent_heatmaps(
             ax.axhline(b, color="k", lw=1.0)
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("latent dimension")
-        ax.set_xticks(range(H.shape[1]))
-        ax.set_xticklabels([str(k + 1) for k in range(H.shape[1])], fontsize=7)
+        ticks = dimension_ticks(H.shape[1])
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(k + 1) for k in ticks], fontsize=7)
         fig.colorbar(im, ax=ax, fraction=0.08, pad=0.02)
-    axes[0, 0].set_ylabel("observation (sorted by label)")
-    if label_names is not None and len(boundaries):
+    if have_labels:
+        axes[0, 0].set_ylabel("observation (sorted by label)")
+    else:
+        axes[0, 0].set_ylabel("observation (row of the data)")
+        rows = dimension_ticks(n_obs)
+        for ax in axes[0]:  # rows counted from 1, as the file's reader and messages count them
+            ax.set_yticks(rows)
+            ax.set_yticklabels([str(r + 1) for r in rows])
+    if have_labels and label_names is not None and len(boundaries):
         edges = np.concatenate([[0], boundaries + 0.5, [len(labels)]])
         mids = 0.5 * (edges[:-1] + edges[1:])
         names = [
@@ -71,8 +116,10 @@ def latent_heatmaps(
         axes[0, 0].set_yticks(mids)
         axes[0, 0].set_yticklabels(names, fontsize=7, rotation=90, va="center")
     if suptitle:
-        fig.suptitle(suptitle)
-    return _save(fig, path)
+        # A title wider than a one- or two-panel figure would be cut at both edges: wrap it.
+        width = max(20, int(fig.get_figwidth() * 8))
+        fig.suptitle("\n".join(textwrap.fill(line, width) for line in suptitle.splitlines()))
+    return fig
 
 
 def _embedding_row(axes, embeddings, labels: np.ndarray, label_names) -> None:
@@ -114,21 +161,38 @@ def _draw_traces(ax, traces: dict[str, np.ndarray], ylabel: str, burn_in: int | 
     ax.legend(fontsize=8)
 
 
-def k_plus_plot(traces: dict[str, np.ndarray], path: str | Path, burn_in: int) -> Path:
-    """``K+`` after each sweep (left) and its posterior over the kept sweeps (right), per chain.
+def k_plus_plot(
+    traces: dict[str, np.ndarray],
+    path: str | Path,
+    burn_in: int,
+    posterior: dict[int, float],
+    posterior_label: str = "combined posterior",
+) -> Path:
+    """:func:`k_plus_figure` saved to `path`."""
+    return _save(k_plus_figure(traces, burn_in, posterior, posterior_label), path)
 
-    The histogram is what the sampler says about the number of dimensions; the trace shows
-    whether it got there (a flat trace at the start's value means it did not move).
+
+def k_plus_figure(
+    traces: dict[str, np.ndarray],
+    burn_in: int,
+    posterior: dict[int, float],
+    posterior_label: str = "combined posterior",
+):
+    """``K+`` after each sweep of every chain (left) and one posterior of ``K+`` (right), a Figure.
+
+    `posterior` (value -> probability) is the one the fit reports, e.g. the chains' kept sweeps
+    combined by their stacking weights (``k_plus_posterior_``), so the bars are what the model
+    says about the number of dimensions; the traces show whether the chains got there (a flat
+    trace at the start's value means it did not move).
     """
     fig, (ax, hx) = plt.subplots(1, 2, figsize=(9.0, 3.2), gridspec_kw={"width_ratios": [2, 1]})
-    kept = [np.asarray(v)[burn_in:] for v in traces.values()]
-    lo = min((int(k.min()) for k in kept if k.size), default=0)
-    hi = max((int(k.max()) for k in kept if k.size), default=1)
-    bins = np.arange(lo - 0.5, hi + 1.5)
     _draw_traces(ax, traces, "active dimensions K+", burn_in)
-    for name, k in zip(traces, kept, strict=True):
-        if k.size:
-            hx.hist(k, bins=bins, density=True, histtype="step", lw=1.5, label=name)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    values = np.fromiter(posterior.keys(), dtype=np.int64)
+    probs = np.fromiter(posterior.values(), dtype=np.float64)
+    hx.bar(values, probs, width=0.8, color="C0", label=posterior_label)
+    hx.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+    hx.set_title(posterior_label, fontsize=9)
     hx.set_xlabel("K+ (kept sweeps)")
     hx.set_ylabel("posterior probability")
-    return _save(fig, path)
+    return fig

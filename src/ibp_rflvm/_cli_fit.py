@@ -1,0 +1,306 @@
+"""The parts of ``ibp-rflvm fit`` between the command line and the estimator: likelihood
+parameters and size factors from options, the output folder, the compile notice, the warnings'
+display and the output files."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ._validation import _indices, labelled
+from .io import Table, read_table, write_table
+
+#: The checkpoint's file name: a zip of .npy arrays and JSON (ibp_rflvm.checkpoint), no pickle.
+CHECKPOINT_NAME = "checkpoint.zip"
+#: What the command line wrote before it said what the file is.
+OLD_CHECKPOINT_NAME = "checkpoint.pkl"
+
+
+class UsageError(ValueError):
+    """An option or input the command refuses; the message says which and why."""
+
+
+def likelihood_class(name: str) -> type:
+    from .likelihoods import REGISTRY
+
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise UsageError(f"--likelihood must be one of {', '.join(sorted(REGISTRY))}; got {name!r}") from None
+
+
+def _accepted(cls: type) -> list[str]:
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+
+def likelihood_params(items: Sequence[str], likelihood: str) -> dict:
+    """``--likelihood-param KEY=VALUE`` options as keyword arguments of the likelihood.
+
+    VALUE is JSON (``5``, ``0.5``, ``[1, 2]``, ``"total"``), a bare word (a string), or
+    ``@FILE``: a matrix (or one column) read like the data file, e.g. per-entry ``n_trials``.
+    """
+    cls = likelihood_class(likelihood)
+    accepted = _accepted(cls)
+    out: dict = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--likelihood-param expects KEY=VALUE (e.g. n_trials=5); got {item!r}")
+        if key not in accepted:
+            names = ", ".join(accepted) or "none"
+            raise UsageError(f"--likelihood-param {key}: the {likelihood} likelihood takes {names}")
+        if key in out:
+            raise UsageError(f"--likelihood-param {key} is given twice")
+        out[key] = _param_value(key, text.strip())
+    if likelihood == "binomial" and "n_trials" not in out:
+        raise UsageError(
+            "the binomial likelihood needs the number of trials: --likelihood-param n_trials=N, or "
+            "n_trials=@FILE for one number per entry (a matrix shaped like the data)"
+        )
+    return out
+
+
+def _param_value(key: str, text: str):
+    if text.startswith("@"):
+        try:
+            values = read_table(text[1:]).values
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--likelihood-param {key}: {exc}") from None
+        return values[:, 0] if values.ndim == 2 and values.shape[1] == 1 else values
+    if not text:
+        raise UsageError(f"--likelihood-param {key} has no value")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def size_factors(
+    table: Table, likelihood: str, source: str | None, column: str | None, params: dict
+) -> tuple[Table, np.ndarray | str | None]:
+    """The size factors `--size-factors` (``total`` or a file) or `--size-factor-column` ask
+    for, and the data without that column; None when neither is given."""
+    if source is None and column is None:
+        return table, None
+    option = "--size-factors" if source is not None else "--size-factor-column"
+    if source is not None and column is not None:
+        raise UsageError("give --size-factors or --size-factor-column, not both")
+    if "size_factors" not in _accepted(likelihood_class(likelihood)):
+        raise UsageError(
+            f"{option}: the {likelihood} likelihood takes no size factors (poisson and negbinom do)"
+        )
+    if "size_factors" in params:
+        raise UsageError(f"{option} and --likelihood-param size_factors=... say the same thing: give one")
+    if source == "total":
+        totals = np.nansum(np.where(np.isnan(table.values), 0.0, table.values), axis=1)
+        with labelled(table.rows, table.columns):
+            if (totals <= 0).any():
+                raise UsageError(
+                    "--size-factors total divides by each row's mean count, but rows "
+                    f"{_indices(totals <= 0)} have no positive count: remove them or give the factors"
+                )
+        return table, "total"
+    if column is not None:
+        j = _column_index(table, column)
+        values = table.values[:, j]
+        keep = [c for c in range(table.values.shape[1]) if c != j]
+        names = None if table.columns is None else [table.columns[c] for c in keep]
+        label = repr(table.columns[j]) if table.columns is not None else f"{j + 1}"
+        notes = [*table.notes, f"column {label} taken out of the data as the size factors"]
+        table = replace(table, values=table.values[:, keep], columns=names, notes=notes)
+        what = f"--size-factor-column {column}"
+    else:
+        values = _size_factor_file(source, table)
+        what = f"--size-factors {source}"
+    with labelled(table.rows, table.columns):
+        bad = ~(np.isfinite(values) & (values > 0))
+        if bad.any():
+            raise UsageError(
+                f"{what}: size factors must be positive numbers; {int(bad.sum())} are not, at rows "
+                f"{_indices(bad)}"
+            )
+    return table, values
+
+
+def _column_index(table: Table, column: str) -> int:
+    width = table.values.shape[1]
+    if table.columns is not None and column in table.columns:
+        return table.columns.index(column)
+    if column.isdigit() and 1 <= int(column) <= width:
+        return int(column) - 1
+    names = f" or one of the names {table.columns[:8]}" if table.columns is not None else ""
+    raise UsageError(f"--size-factor-column {column!r}: give a column number from 1 to {width}{names}")
+
+
+def _size_factor_file(source: str, table: Table) -> np.ndarray:
+    try:
+        sf = read_table(source)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--size-factors: {exc}") from None
+    values = sf.values.reshape(-1) if 1 in sf.values.shape[:2] else sf.values
+    if values.ndim != 1:
+        raise UsageError(f"--size-factors {source}: one number per row expected; it holds {sf.values.shape}")
+    n = table.values.shape[0]
+    if sf.rows is not None and table.rows is not None:
+        where = {name: i for i, name in enumerate(sf.rows)}
+        missing = [r for r in table.rows if r not in where]
+        if missing:
+            raise UsageError(
+                f"--size-factors {source} has no row named {missing[0]!r} ({len(missing)} data rows missing)"
+            )
+        return values[[where[r] for r in table.rows]]
+    if values.size != n:
+        raise UsageError(f"--size-factors {source} holds {values.size} numbers; the data have {n} rows")
+    return values
+
+
+class OutputFolder:
+    """The output folder, created when the command needs it; a failed run removes the folders
+    that did not exist before it as long as they hold no file (so a checkpoint written before
+    a failure stays)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.missing = [p for p in (self.path, *self.path.parents) if not p.exists()]  # deepest first
+
+    def check(self) -> None:
+        """Refuse a path that cannot become the folder, before any work is done."""
+        if self.path.exists() and not self.path.is_dir():
+            raise UsageError(f"--out {self.path} is a file, not a folder")
+
+    def make(self) -> Path:
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self.path
+
+    def discard_if_empty(self) -> None:
+        if not self.missing:
+            return
+        if self.path.is_dir():  # subfolders this run made inside it, deepest first
+            inside = [p for p in self.path.rglob("*") if p.is_dir()]
+            for folder in sorted(inside, key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+        for folder in self.missing:
+            with contextlib.suppress(OSError):  # not empty, or gone: leave it
+                folder.rmdir()
+
+
+def numba_note(likelihood: str) -> str | None:
+    """One line saying that this fit compiles the sampler's numba kernels first, and where the
+    compiled code is cached, when most kernels this likelihood uses have no cache entry yet
+    (numba writes an index file beside a kernel's compiled code the first time)."""
+    try:
+        from numba.core.registry import CPUDispatcher
+
+        from .likelihoods import gaussian, polya_gamma
+        from .samplers import ibp
+
+        modules = (ibp, gaussian if likelihood == "gaussian" else polya_gamma)
+        caches = [
+            obj._cache for mod in modules for obj in vars(mod).values()
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == mod.__name__
+            and hasattr(getattr(obj, "_cache", None), "_cache_file")
+        ]  # fmt: skip
+        cold = [c for c in caches if not os.path.exists(c._cache_file._index_path)]
+        if 2 * len(cold) <= len(caches):
+            return None
+        where = Path(cold[0]._cache_path)
+    except Exception:  # numba's cache internals differ by version: say nothing rather than fail
+        return None
+    if where.name == "__pycache__":  # beside the sources: an install the user can write to
+        place = f"the __pycache__ folders of {Path(__file__).parent}"
+    else:  # NUMBA_CACHE_DIR, or ~/.cache/numba when the installed package is read-only
+        place = str(where.parent)
+    return (
+        f"compiling the sampler's numba kernels first (once per install and likelihood, 10-30 s); "
+        f"numba caches them in {place} (NUMBA_CACHE_DIR sets where)"
+    )
+
+
+@contextlib.contextmanager
+def readable_warnings(prog: str) -> Iterator[None]:
+    """Warnings printed as ``prog: warning (Category): message`` on stderr, without the source
+    line a script's user cannot act on, and ArviZ's logged notes on short runs kept quiet."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{prog}: warning ({category.__name__}): {message}", file=sys.stderr)
+
+    try:
+        import arviz
+
+        # ArviZ logs through its own Logger object, which logging.getLogger does not return.
+        arviz_log = getattr(arviz, "_log", None) or logging.getLogger("arviz")
+    except ImportError:
+        arviz_log = logging.getLogger("arviz")
+    level = arviz_log.level
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        arviz_log.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            arviz_log.setLevel(level)
+
+
+def write_results(model, table: Table, out: Path, title: str, source: str):
+    """Every output file of a fit (`title` names the model, `source` the data); the lines to
+    print about which chain each comes from, and the summary table."""
+    from ._validation import resolve_burn_in
+    from .plots import k_plus_plot, latent_heatmaps
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ warns about few draws on short runs
+        model.to_inference_data().to_netcdf(str(out / "samples.nc"))
+        summary = model.summary()
+    summary.to_csv(out / "summary.csv")
+    best = int(model.best_chain_)
+    weights = np.asarray(model.chain_weights_, dtype=float)
+    n_chains = weights.size
+    k_final = model.traces_["n_active"][:, -1].astype(int)
+    latent = model.latent_
+    index_label = table.index_label or "row"
+    write_table(out / "latent.csv", latent, [f"dim{k + 1}" for k in range(latent.shape[1])], table.rows,
+                index_label)  # fmt: skip
+    embedding = model.embedding_
+    write_table(out / "embedding.csv", embedding, [f"component{k + 1}" for k in range(embedding.shape[1])],
+                table.rows, index_label)  # fmt: skip
+    dims = "K+" if hasattr(model, "init_dims") else "D"  # the dense RFLVM has n_components instead
+    which = f"chain {best}"
+    if n_chains > 1:
+        which += f" of {n_chains}, stacking weight {weights[best]:.2f}, the largest"
+    latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, {dims} = {k_final[best]}"], None,
+                    out / "latent_space.png", suptitle=source)  # fmt: skip
+    starts = np.asarray(model.chain_starts_, dtype=int)
+    traces = {
+        f"chain {c} (from {starts[c]}, weight {weights[c]:.2f})": model.traces_["n_active"][c]
+        for c in range(n_chains)
+    }
+    combined = "all chains, stacking-weighted" if n_chains > 1 else "chain 0"
+    burn = resolve_burn_in(model.n_iter, model.burn_in)[1]
+    k_plus_plot(traces, out / "k_plus_trace.png", burn, model.k_plus_posterior_,
+                posterior_label=f"posterior of K+\n({combined})")  # fmt: skip
+    lines = []
+    if n_chains > 1:
+        for c in range(n_chains):
+            mark = "  <- best" if c == best else ""
+            lines.append(f"  chain {c}: started from {starts[c]} dims, final K+ {k_final[c]}, "
+                         f"stacking weight {weights[c]:.2f}{mark}")  # fmt: skip
+    post = ", ".join(f"{k}: {p:.2f}" for k, p in model.k_plus_posterior_.items())
+    lines.append(f"posterior of K+ over the kept sweeps ({combined}): {post}")
+    lines.append(
+        f"final {dims} = {k_final[best]} ({which}); latent.csv and latent_space.png hold its final sample"
+    )
+    lines.append(f"embedding.csv: {embedding.shape[1]} posterior-embedding components ({combined})")
+    return lines, summary
