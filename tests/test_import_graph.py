@@ -114,7 +114,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # What a user calls.
     ("ibp_rflvm.estimator", "ibp_rflvm.adata", "ibp_rflvm.baselines", "ibp_rflvm"),
     # The reproduction of the paper and the command line.
-    ("ibp_rflvm.evaluation", "ibp_rflvm.cli"),
+    ("ibp_rflvm.evaluation", "ibp_rflvm.cli", "ibp_rflvm._cli_fit"),
 )
 
 
