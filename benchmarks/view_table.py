@@ -1,0 +1,168 @@
+"""Table 3's 2-D rows for the view (issue 42), run by hand in three stages.
+
+``python benchmarks/view_table.py fit DATASET [--sweeps N]``
+    Fits the IBP-RFLVM of Table 3's cell (trial 0's training matrix, the cell's seed, the
+    library's default sampler; NB on the count sets) and stores every kernel principal component
+    of its posterior embedding with ``embedding_dims_`` in ``results/view/DATASET.ibp.npz``, so
+    the views can be scored again without refitting.
+``python benchmarks/view_table.py gplvm DATASET [--iters N]``
+    Fits the Bayesian GPLVM with a 2-D latent to the same training matrix (counts as log1p) and
+    stores its latent means in ``results/view/DATASET.gplvm.npz``. Cancer and mice reuse the
+    committed 2-D cells ``results/cells/DATASET__gplvm__t0`` instead (``--reuse``).
+``python benchmarks/view_table.py table [DATASET ...]``
+    Prints 1-NN and 5-NN accuracy (Table 3's stratified 5-fold split) of PCA(2), the posterior
+    embedding at d = 2, the GPLVM's 2-D latent, t-SNE(2) of the standardised (log1p) data and the
+    view, with the full ``embedding_`` for reference, and the view's seconds.
+
+Every figure is printed beside the command that made it. ``IBP_RFLVM_DATA`` names the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ibp_rflvm.evaluation.cells import build_estimator, dataset_arrays, split_for
+from ibp_rflvm.evaluation.experiments import RunConfig, _dataset_kind, model_seed
+from ibp_rflvm.evaluation.latent_report import pca_scores
+from ibp_rflvm.evaluation.metrics import knn_accuracy, knn_seed
+from ibp_rflvm.view import tsne_view
+
+OUT = Path("results/view")
+DATASETS = ("cancer", "mice", "olivetti", "congress", "spam", "newsgroups")
+COMMAND = "PYTHONPATH=src OPENBLAS_NUM_THREADS=1 python benchmarks/view_table.py"
+
+
+def _method(dataset: str) -> str:
+    return "nb-ibp-rflvm" if _dataset_kind(dataset) == "counts" else "ibp-rflvm"
+
+
+def _training(dataset: str) -> tuple[np.ndarray, np.ndarray, str]:
+    data_home = os.environ.get("IBP_RFLVM_DATA")
+    Y, labels, _ = dataset_arrays(dataset, False, data_home, None)
+    Y_train, _, _, digest = split_for(Y, dataset, 0, 0)
+    return Y_train, np.asarray(labels), digest
+
+
+def fit(dataset: str, sweeps: int) -> None:
+    Y_train, _, digest = _training(dataset)
+    method = _method(dataset)
+    cfg = RunConfig(n_iter=sweeps, sampler="default", data_home=os.environ.get("IBP_RFLVM_DATA"))
+    est = build_estimator(method, None, model_seed(dataset, method, 0, 0), cfg)
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        est.fit(Y_train)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    own = int(est.embedding_dims_)
+    scores = est.embedding(est._embedding().n_available)
+    emb_s = time.perf_counter() - t0
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(
+        OUT / f"{dataset}.ibp.npz", scores=scores, own_d=own, fit_seconds=fit_s, embedding_seconds=emb_s,
+        sweeps=sweeps, mask_digest=digest, chain_weights=np.asarray(est.chain_weights_),
+    )
+    print(f"{dataset}: {method}, {sweeps} sweeps, fit {fit_s:.1f} s, embedding {emb_s:.1f} s, "
+          f"own d {own} of {scores.shape[1]}")
+
+
+def gplvm(dataset: str, iters: int, reuse: bool) -> None:
+    Y_train, _, digest = _training(dataset)
+    if reuse:
+        rec = json.loads(Path(f"results/cells/{dataset}__gplvm__t0.json").read_text())
+        if rec["mask_digest"] != digest or rec["D"] != 2:
+            sys.exit(f"{dataset}: the committed GPLVM cell is not trial 0's 2-D fit")
+        latent = np.load(f"results/cells/{rec['latent_file']}")
+        fit_s, iters = rec["fit_seconds"], rec["settings"]["gplvm_iters"]
+    else:
+        from ibp_rflvm.baselines import BayesianGPLVM
+
+        Y = np.log1p(Y_train) if _dataset_kind(dataset) == "counts" else Y_train
+        est = BayesianGPLVM(n_components=2, max_iters=iters,
+                            random_state=model_seed(dataset, "gplvm", 0, 0))
+        t0 = time.perf_counter()
+        est.fit(Y)
+        fit_s = time.perf_counter() - t0
+        latent = est.latent_
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(OUT / f"{dataset}.gplvm.npz", latent=latent, fit_seconds=fit_s, iters=iters,
+                        reused=reuse)
+    print(f"{dataset}: GPLVM 2-D, {iters} iterations, {fit_s:.1f} s{' (committed cell)' if reuse else ''}")
+
+
+def standardised(Y_train: np.ndarray, counts: bool) -> np.ndarray:
+    """The data t-SNE sees: log1p counts or standardised columns, gaps filled with the column mean."""
+    X = np.log1p(Y_train) if counts else np.asarray(Y_train, dtype=np.float64)
+    means = np.nanmean(X, axis=0)
+    X = np.where(np.isnan(X), means, X) - means
+    if not counts:
+        sd = X.std(axis=0)
+        X = X / np.where(sd > 0, sd, 1.0)
+    return X
+
+
+def table(datasets: list[str]) -> None:
+    for d in datasets:
+        Y_train, labels, digest = _training(d)
+        counts = _dataset_kind(d) == "counts"
+        seed = knn_seed(d, 0)
+        ibp = np.load(OUT / f"{d}.ibp.npz")
+        if str(ibp["mask_digest"]) != digest:
+            sys.exit(f"{d}: stored fit is not of trial 0's training matrix")
+        emb = ibp["scores"][:, : int(ibp["own_d"])]
+        reps: dict[str, tuple[np.ndarray, str]] = {
+            "PCA(2)": (pca_scores(Y_train, 2, counts), "pca_scores(Y_train, 2)"),
+            "embedding(2)": (ibp["scores"][:, :2], "stored fit"),
+        }
+        gp = OUT / f"{d}.gplvm.npz"
+        if gp.exists():
+            g = np.load(gp)
+            reps["GPLVM 2-D"] = (g["latent"], f"{int(g['iters'])} iterations")
+        t0 = time.perf_counter()
+        reps["t-SNE(2) of data"] = (tsne_view(standardised(Y_train, counts), 2, 0), "")
+        data_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        v = tsne_view(emb, 2, 0)
+        view_s = time.perf_counter() - t0
+        reps["view (t-SNE of embedding_)"] = (v, "")
+        reps[f"embedding_ (d = {emb.shape[1]})"] = (emb, "reference")
+        print(f"\n## {d} ({Y_train.shape[0]} x {Y_train.shape[1]}; fit {int(ibp['sweeps'])} sweeps, "
+              f"{float(ibp['fit_seconds']):.0f} s; view {view_s:.1f} s, t-SNE of data {data_s:.1f} s)")
+        print(f"command: {COMMAND} table {d}")
+        print("| representation | 1-NN | 5-NN | note |\n|---|---|---|---|")
+        for name, (X, note) in reps.items():
+            a1 = knn_accuracy(X, labels, 1, random_state=seed)
+            a5 = knn_accuracy(X, labels, 5, random_state=seed)
+            print(f"| {name} | {a1:.3f} | {a5:.3f} | {note} |", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="stage", required=True)
+    f = sub.add_parser("fit")
+    f.add_argument("dataset", choices=DATASETS)
+    f.add_argument("--sweeps", type=int, default=100)
+    g = sub.add_parser("gplvm")
+    g.add_argument("dataset", choices=DATASETS)
+    g.add_argument("--iters", type=int, default=1000)
+    g.add_argument("--reuse", action="store_true")
+    t = sub.add_parser("table")
+    t.add_argument("datasets", nargs="*", default=list(DATASETS))
+    args = p.parse_args()
+    if args.stage == "fit":
+        fit(args.dataset, args.sweeps)
+    elif args.stage == "gplvm":
+        gplvm(args.dataset, args.iters, args.reuse)
+    else:
+        table(args.datasets)
+
+
+if __name__ == "__main__":
+    main()
