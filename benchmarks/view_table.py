@@ -9,6 +9,13 @@
     Fits the Bayesian GPLVM with a 2-D latent to the same training matrix (counts as log1p) and
     stores its latent means in ``results/view/DATASET.gplvm.npz``. Cancer and mice reuse the
     committed 2-D cells ``results/cells/DATASET__gplvm__t0`` instead (``--reuse``).
+``python benchmarks/view_table.py scale [--rows 10000] [--sweeps 10]``
+    Seconds of the view after a fit of 10,000 synthetic rows (bench_scale.py's Gaussian data,
+    50 columns) against the fit's own seconds.
+``python benchmarks/view_table.py pbmc [--sweeps 200] [--seed 0]``
+    The PBMC example's picture (examples/single_cell.py's fit through the AnnData tool): 5-NN
+    accuracy and Leiden ARI of the view beside PCA's two components, ``embedding(2)`` and t-SNE
+    of the log-normalised counts, each Leiden on ``sc.pp.neighbors`` of the picture's columns.
 ``python benchmarks/view_table.py table [DATASET ...]``
     Prints 1-NN and 5-NN accuracy (Table 3's stratified 5-fold split) of PCA(2), the posterior
     embedding at d = 2, the GPLVM's 2-D latent, t-SNE(2) of the standardised (log1p) data and the
@@ -143,6 +150,70 @@ def table(datasets: list[str]) -> None:
             print(f"| {name} | {a1:.3f} | {a5:.3f} | {note} |", flush=True)
 
 
+def scale(rows: int, sweeps: int) -> None:
+    from ibp_rflvm.estimator import IBPRFLVM
+    from ibp_rflvm.view import view
+
+    rng = np.random.default_rng(0)
+    H = rng.standard_normal((rows, 3))
+    Y = np.sin(H @ rng.standard_normal((3, 50))) + 0.3 * rng.standard_normal((rows, 50))
+    Y = (Y - Y.mean(axis=0)) / Y.std(axis=0)
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1, user_api="blas"):
+        model = IBPRFLVM(n_iter=sweeps, random_state=0).fit(Y)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    E = model.embedding_
+    emb_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    V = view(model)
+    view_s = time.perf_counter() - t0
+    print(f"command: {COMMAND} scale --rows {rows} --sweeps {sweeps}")
+    print(f"{rows} x 50 Gaussian, {sweeps} sweeps: fit {fit_s:.1f} s ({fit_s / sweeps:.2f} s per sweep with "
+          f"the start), embedding_ ({E.shape[1]} dims) {emb_s:.1f} s, view {view_s:.1f} s, shape {V.shape}")
+
+
+def pbmc(sweeps: int, seed: int) -> None:
+    import anndata
+    import scanpy as sc
+    import scipy.sparse as sp
+
+    sys.path.insert(0, "examples")
+    import single_cell as ex
+
+    from ibp_rflvm.adata import ibp_rflvm
+    from ibp_rflvm.view import view
+
+    sc.settings.verbosity = 0
+    counts, labels, _ = ex.load_pbmc()
+    keep = counts.sum(axis=1) > 0
+    counts, labels = counts[keep], labels[keep]
+    adata = anndata.AnnData(X=sp.csr_matrix(counts))
+    model = ex.make_model(sweeps, seed)
+    t0 = time.perf_counter()
+    ibp_rflvm(adata, model=model, n_neighbors=ex.N_NEIGHBORS)
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    adata.obsm["X_view"] = view(model)
+    view_s = time.perf_counter() - t0
+    logn = ex.log_normalised(counts)
+    adata.obsm["X_pca2"] = ex.pca(logn, 2)
+    adata.obsm["X_emb2"] = model.embedding(2)
+    adata.obsm["X_tsne_data"] = tsne_view(logn, 2, 0)
+    adata.obsm["X_pca_D"] = ex.pca(logn, model.latent_.shape[1])
+    print(f"command: {COMMAND} pbmc --sweeps {sweeps} --seed {seed}")
+    print(f"PBMC {counts.shape}, {sweeps} sweeps, seed {seed}: fit {fit_s:.0f} s, view {view_s:.1f} s; "
+          f"Leiden resolution {ex.RESOLUTION} on a {ex.N_NEIGHBORS}-neighbour graph of each picture")
+    print("| picture | 5-NN | Leiden ARI (clusters) |\n|---|---|---|")
+    names = {"X_view": "view", "X_pca2": "PCA(2)", "X_emb2": "embedding(2)",
+             "X_tsne_data": "t-SNE(2) of log-normalised counts",
+             "X_pca_D": f"PCA, D = K+ = {model.latent_.shape[1]} (reference)"}
+    for rep, name in names.items():
+        acc = ex.knn_accuracy(adata.obsm[rep], labels)
+        ari, n = ex.leiden_ari(adata, ex.scanpy_graph(adata, rep, ex.N_NEIGHBORS), labels)
+        print(f"| {name} | {acc:.3f} | {ari:.3f} ({n}) |", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="stage", required=True)
@@ -153,6 +224,12 @@ def main() -> None:
     g.add_argument("dataset", choices=DATASETS)
     g.add_argument("--iters", type=int, default=1000)
     g.add_argument("--reuse", action="store_true")
+    c = sub.add_parser("scale")
+    c.add_argument("--rows", type=int, default=10_000)
+    c.add_argument("--sweeps", type=int, default=10)
+    b = sub.add_parser("pbmc")
+    b.add_argument("--sweeps", type=int, default=200)
+    b.add_argument("--seed", type=int, default=0)
     t = sub.add_parser("table")
     t.add_argument("datasets", nargs="*", default=list(DATASETS))
     args = p.parse_args()
@@ -160,6 +237,10 @@ def main() -> None:
         fit(args.dataset, args.sweeps)
     elif args.stage == "gplvm":
         gplvm(args.dataset, args.iters, args.reuse)
+    elif args.stage == "pbmc":
+        pbmc(args.sweeps, args.seed)
+    elif args.stage == "scale":
+        scale(args.rows, args.sweeps)
     else:
         table(args.datasets)
 
