@@ -58,7 +58,7 @@ def _training(dataset: str) -> tuple[np.ndarray, np.ndarray, str]:
     return Y_train, np.asarray(labels), digest
 
 
-def fit(dataset: str, sweeps: int) -> None:
+def fit(dataset: str, sweeps: int, suffix: str = "") -> None:
     Y_train, _, digest = _training(dataset)
     method = _method(dataset)
     cfg = RunConfig(n_iter=sweeps, sampler="default", data_home=os.environ.get("IBP_RFLVM_DATA"))
@@ -73,8 +73,8 @@ def fit(dataset: str, sweeps: int) -> None:
     emb_s = time.perf_counter() - t0
     OUT.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(
-        OUT / f"{dataset}.ibp.npz", scores=scores, own_d=own, fit_seconds=fit_s, embedding_seconds=emb_s,
-        sweeps=sweeps, mask_digest=digest, chain_weights=np.asarray(est.chain_weights_),
+        OUT / f"{dataset}.ibp{suffix}.npz", scores=scores, own_d=own, fit_seconds=fit_s,
+        embedding_seconds=emb_s, sweeps=sweeps, mask_digest=digest, chain_weights=np.asarray(est.chain_weights_),
     )
     print(f"{dataset}: {method}, {sweeps} sweeps, fit {fit_s:.1f} s, embedding {emb_s:.1f} s, "
           f"own d {own} of {scores.shape[1]}")
@@ -115,12 +115,12 @@ def standardised(Y_train: np.ndarray, counts: bool) -> np.ndarray:
     return X
 
 
-def table(datasets: list[str]) -> None:
+def table(datasets: list[str], suffix: str = "") -> None:
     for d in datasets:
         Y_train, labels, digest = _training(d)
         counts = _dataset_kind(d) == "counts"
         seed = knn_seed(d, 0)
-        ibp = np.load(OUT / f"{d}.ibp.npz")
+        ibp = np.load(OUT / f"{d}.ibp{suffix}.npz")
         if str(ibp["mask_digest"]) != digest:
             sys.exit(f"{d}: stored fit is not of trial 0's training matrix")
         emb = ibp["scores"][:, : int(ibp["own_d"])]
@@ -145,7 +145,7 @@ def table(datasets: list[str]) -> None:
         reps["the data, all columns"] = (data, "reference: " + ("log1p" if counts else "standardised"))
         print(f"\n## {d} ({Y_train.shape[0]} x {Y_train.shape[1]}; fit {int(ibp['sweeps'])} sweeps, "
               f"{float(ibp['fit_seconds']):.0f} s; view {view_s:.1f} s, t-SNE of data {data_s:.1f} s)")
-        print(f"command: {COMMAND} table {d}")
+        print(f"command: {COMMAND} table {d}" + (f" --suffix {suffix}" if suffix else ""))
         print("| representation | 1-NN | 5-NN | note |\n|---|---|---|---|")
         for name, (X, note) in reps.items():
             a1 = knn_accuracy(X, labels, 1, random_state=seed)
@@ -224,6 +224,7 @@ def main() -> None:
     f = sub.add_parser("fit")
     f.add_argument("dataset", choices=DATASETS)
     f.add_argument("--sweeps", type=int, default=100)
+    f.add_argument("--suffix", default="", help="stored as DATASET.ibpSUFFIX.npz (a second fit of a set)")
     g = sub.add_parser("gplvm")
     g.add_argument("dataset", choices=DATASETS)
     g.add_argument("--iters", type=int, default=1000)
@@ -236,9 +237,10 @@ def main() -> None:
     b.add_argument("--seed", type=int, default=0)
     t = sub.add_parser("table")
     t.add_argument("datasets", nargs="*", default=list(DATASETS))
+    t.add_argument("--suffix", default="", help="score DATASET.ibpSUFFIX.npz")
     args = p.parse_args()
     if args.stage == "fit":
-        fit(args.dataset, args.sweeps)
+        fit(args.dataset, args.sweeps, args.suffix)
     elif args.stage == "gplvm":
         gplvm(args.dataset, args.iters, args.reuse)
     elif args.stage == "pbmc":
@@ -246,7 +248,7 @@ def main() -> None:
     elif args.stage == "scale":
         scale(args.rows, args.sweeps)
     else:
-        table(args.datasets)
+        table(args.datasets, args.suffix)
 
 
 if __name__ == "__main__":
