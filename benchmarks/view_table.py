@@ -74,7 +74,8 @@ def fit(dataset: str, sweeps: int, suffix: str = "") -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(
         OUT / f"{dataset}.ibp{suffix}.npz", scores=scores, own_d=own, fit_seconds=fit_s,
-        embedding_seconds=emb_s, sweeps=sweeps, mask_digest=digest, chain_weights=np.asarray(est.chain_weights_),
+        embedding_seconds=emb_s, sweeps=sweeps, mask_digest=digest,
+        chain_weights=np.asarray(est.chain_weights_),
     )
     print(f"{dataset}: {method}, {sweeps} sweeps, fit {fit_s:.1f} s, embedding {emb_s:.1f} s, "
           f"own d {own} of {scores.shape[1]}")
