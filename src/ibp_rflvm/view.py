@@ -14,12 +14,12 @@ What its distances mean: rows that are near in the view are near under the poste
 (their neighbourhoods are kept); distances between clusters, cluster sizes and densities are not
 the posterior's and should not be read (t-SNE's map is not metric beyond the neighbourhood).
 
-Determinism: the view is a function of the fit alone, the same array on every run and every
-machine with the same libraries. Its start is the principal axes of ``embedding_`` (signs fixed),
-not a random draw, and Barnes-Hut t-SNE draws nothing else, so ``random_state`` is accepted (it is
-handed to scikit-learn's TSNE) but does not change the picture. The gradient runs on one thread,
-since a threaded sum of its repulsive forces depends on the thread count in its last bits and
-t-SNE amplifies them.
+Determinism: the view is a function of the fit alone, the same array on every run (and across
+machines where the libraries and their floating-point kernels are the same). Its start is the
+principal axes of ``embedding_`` (signs fixed), not a random draw, and Barnes-Hut t-SNE draws
+nothing else, so ``random_state`` is accepted (it is handed to scikit-learn's TSNE) but does not
+change the picture. The gradient runs on one thread, since a threaded sum of its repulsive
+forces depends on the thread count in its last bits and t-SNE amplifies them.
 """
 
 from __future__ import annotations
@@ -29,7 +29,15 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-__all__ = ["MAX_COMPONENTS", "PERPLEXITY", "tsne_view", "view", "view_new_rows"]
+__all__ = [
+    "MAX_COMPONENTS",
+    "PERPLEXITY",
+    "check_view_components",
+    "place_rows",
+    "tsne_view",
+    "view",
+    "view_new_rows",
+]
 
 #: Most components the view gives: Barnes-Hut t-SNE's space-partitioning tree works in 2 or 3.
 MAX_COMPONENTS = 3
