@@ -185,7 +185,6 @@ def pbmc(sweeps: int, seed: int) -> None:
 
     sys.path.insert(0, "examples")
     import single_cell as ex
-
     from ibp_rflvm.adata import ibp_rflvm
     from ibp_rflvm.view import view
 

@@ -34,6 +34,6 @@ from sklearn.neighbors import KNeighborsClassifier  # noqa: E402
 
 labels = load_breast_cancer().target
 pca_2 = PCA(2).fit_transform(np.nan_to_num(Y_train))
-for name, coords in (("IBP-RFLVM embedding(2)", model.embedding(2)), ("PCA, 2 components", pca_2)):
+for name, coords in (("IBP-RFLVM view", model.view()), ("PCA, 2 components", pca_2)):
     accuracy = cross_val_score(KNeighborsClassifier(5), coords, labels, cv=5).mean()
     print(f"5-NN accuracy of the diagnosis, {name}: {accuracy:.3f}")

@@ -272,7 +272,7 @@ def run(
         umap_posterior = adata.obsm["X_umap"].copy()
         sc.tl.umap(adata, neighbors_key=scanpy_graph(adata, "X_pca", n_neighbors), random_state=0)
         panels = [
-            (model.embedding(2), f"posterior embedding, components 1-2 (of {result['embedding_dims']})"),
+            (model.view(), f"view: t-SNE of the posterior embedding ({result['embedding_dims']} dims)"),
             (umap_posterior, f"UMAP of the posterior graph (ARI {result['ari_embedding']:.2f})"),
             (pca(log_normalised(counts), 2), "PCA of log-normalised counts, components 1-2"),
             (adata.obsm["X_umap"], f"UMAP of PCA's graph, D = {d} (ARI {result['ari_pca']:.2f})"),

@@ -113,6 +113,7 @@ def test_a_given_model_is_fitted_in_place(adata):
     ibp_rflvm(adata, model=model)
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm"], model.embedding_)
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_sample"], model.latent_)
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_view"], model.view())  # the picture
     assert model.transform(adata.X[:3]).shape[0] == 3
 
 

@@ -96,7 +96,7 @@ def test_output_tables_have_header_row_names_and_no_noise(tmp_path):
     frame.to_csv(path, index_label="cell")
     out = tmp_path / "o"
     assert main(["fit", str(path), "--out", str(out), *FAST]) == 0
-    for name, prefix in (("latent.csv", "dim"), ("embedding.csv", "component")):
+    for name, prefix in (("latent.csv", "dim"), ("embedding.csv", "component"), ("view.csv", "view")):
         text = (out / name).read_text()
         header = text.splitlines()[0].split(",")
         assert header[0] == "cell" and header[1] == f"{prefix}1"

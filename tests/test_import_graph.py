@@ -109,7 +109,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # What a fit leaves and everything computed from it.
     (
         "ibp_rflvm.scoring", "ibp_rflvm.stacking", "ibp_rflvm.posterior", "ibp_rflvm.predictive",
-        "ibp_rflvm.dimensions", "ibp_rflvm.embedding", "ibp_rflvm.diagnostics",
+        "ibp_rflvm.dimensions", "ibp_rflvm.embedding", "ibp_rflvm.diagnostics", "ibp_rflvm.view",
     ),
     # What a user calls.
     ("ibp_rflvm.estimator", "ibp_rflvm.adata", "ibp_rflvm.baselines", "ibp_rflvm"),

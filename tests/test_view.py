@@ -133,3 +133,17 @@ def test_bad_coordinates_and_seeds_are_refused():
         tsne_view(X, random_state=None)
     with pytest.raises(ValueError, match="training_view"):
         view_new_rows(_Posterior(X, X[:2]), None, training_view=np.zeros((29, 2)))
+
+
+def test_the_estimators_view_is_the_view_of_its_fit():
+    # The method the README shows for a plot delegates to the module, and is kept per fit.
+    Y = np.random.default_rng(3).standard_normal((40, 4))
+    model = IBPRFLVM(n_iter=6, n_frequencies=5, random_state=0).fit(Y)
+    np.testing.assert_array_equal(model.view(), view(model))
+    first = model.view()
+    first[0, 0] = 1e9  # a caller's copy: the kept view is untouched
+    assert model.view()[0, 0] != 1e9
+    placed = model.view_new_rows(Y[:3], n_sweeps=6, burn_in=2)
+    assert placed.shape == (3, 2) and np.all(np.isfinite(placed))
+    with pytest.raises(ValueError, match="n_components"):
+        model.view(4)

@@ -259,6 +259,7 @@ def write_results(model, table: Table, out: Path, title: str, source: str):
     print about which chain each comes from, and the summary table."""
     from ._validation import resolve_burn_in
     from .plots import k_plus_plot, latent_heatmaps
+    from .view import MIN_ROWS as VIEW_MIN_ROWS
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ warns about few draws on short runs
@@ -276,12 +277,16 @@ def write_results(model, table: Table, out: Path, title: str, source: str):
     embedding = model.embedding_
     write_table(out / "embedding.csv", embedding, [f"component{k + 1}" for k in range(embedding.shape[1])],
                 table.rows, index_label)  # fmt: skip
+    picture = None
+    if latent.shape[0] >= VIEW_MIN_ROWS:
+        picture = model.view()
+        write_table(out / "view.csv", picture, ["view1", "view2"], table.rows, index_label)
     dims = "K+" if hasattr(model, "init_dims") else "D"  # the dense RFLVM has n_components instead
     which = f"chain {best}"
     if n_chains > 1:
         which += f" of {n_chains}, stacking weight {weights[best]:.2f}, the largest"
     latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, {dims} = {k_final[best]}"], None,
-                    out / "latent_space.png", suptitle=source)  # fmt: skip
+                    out / "latent_space.png", suptitle=source, embeddings=[picture])  # fmt: skip
     starts = np.asarray(model.chain_starts_, dtype=int)
     traces = {
         f"chain {c} (from {starts[c]}, weight {weights[c]:.2f})": model.traces_["n_active"][c]
@@ -303,4 +308,6 @@ def write_results(model, table: Table, out: Path, title: str, source: str):
         f"final {dims} = {k_final[best]} ({which}); latent.csv and latent_space.png hold its final sample"
     )
     lines.append(f"embedding.csv: {embedding.shape[1]} posterior-embedding components ({combined})")
+    if picture is not None:
+        lines.append("view.csv: the 2-D view (t-SNE of the embedding; keeps neighbours, not distances)")
     return lines, summary

@@ -16,6 +16,9 @@ What is written (``key`` is `key_added`, default ``"ibp_rflvm"``):
 * ``adata.obsm["X_ibp_rflvm_sample"]`` (``f"{obsm key}_sample"``): the final posterior sample's
   sparse latent positions ``X * Z`` (``latent_``, ``n_obs x K+``, most used dimension first),
   whose exact zeros show which cells use which dimension;
+* ``adata.obsm["X_ibp_rflvm_view"]`` (``f"{obsm key}_view"``): the estimator's 2-D ``view()``, a
+  t-SNE map of the embedding that keeps each cell's neighbours, for a picture
+  (``sc.pl.embedding(adata, basis="ibp_rflvm_view")``; at least 5 cells);
 * ``adata.obsp["ibp_rflvm_neighbors_distances"]`` and ``["ibp_rflvm_neighbors_connectivities"]``
   with ``adata.uns["ibp_rflvm_neighbors"]`` (``f"{key}_neighbors"``): the `n_neighbors` nearest
   cells by posterior distance (Euclidean in all the embedding's components, up to
@@ -47,6 +50,7 @@ from .embedding import own_dimension, posterior_embedding
 from .estimator import IBPRFLVM, _RFLVMBase
 from .neighbors import N_NEIGHBORS, check_n_neighbors, write_neighbors
 from .posterior import Posterior, ordered_latent
+from .view import MIN_ROWS as VIEW_MIN_ROWS
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -163,6 +167,8 @@ def _write(
     full = posterior_embedding(posterior)
     adata.obsm[obsm_key] = full.scores[:, : own_dimension(posterior)].copy()
     adata.obsm[f"{obsm_key}_sample"] = latent
+    if adata.n_obs >= VIEW_MIN_ROWS:
+        adata.obsm[f"{obsm_key}_view"] = model.view()
     coords = full.scores if full.n_available else np.zeros((adata.n_obs, 1))
     write_neighbors(adata, coords, f"{key}_neighbors", obsm_key, n_neighbors)
     settings = {

@@ -56,6 +56,7 @@ def _demo(args: argparse.Namespace) -> int:
         [ibp.latent_, dense.latent_], ["IBP-RFLVM", f"RFLVM (D={k_final})"], labels,
         out / "latent_space.png", label_names=["malignant", "benign"],
         suptitle="Breast cancer latent space (rows sorted by diagnosis)",
+        embeddings=[ibp.view(), dense.view()],
     )  # fmt: skip
     burn = resolve_burn_in(ibp.n_iter, ibp.burn_in)[1]
     k_plus_plot({"IBP-RFLVM": ibp.n_active_}, out / "k_plus_trace.png", burn, ibp.k_plus_posterior_,
@@ -151,7 +152,7 @@ def _fit(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     print(summary[["mean", "sd", "ess_bulk", "ess_tail", "r_hat"]].head(6).to_string())
-    files = "samples.nc, summary.csv, latent.csv, embedding.csv, latent_space.png, k_plus_trace.png"
+    files = "samples.nc, summary.csv, latent.csv, embedding.csv, view.csv, latent_space.png, k_plus_trace.png"
     if args.checkpoint:
         files += f", {cf.CHECKPOINT_NAME}" + (".chain<c>" if args.n_chains > 1 else "")
     print(f"wrote {files} in {out.path}")
@@ -236,7 +237,9 @@ FIT_EPILOG = f"""output files (in --out):
   latent.csv        the final latent positions of the best chain (largest stacking weight),
                     its active dimensions most used first; header and row names
   embedding.csv     the posterior embedding of all chains' kept samples, stacking-weighted
-  latent_space.png  latent.csv as a heat map, titled with its chain
+  view.csv          a 2-D picture of embedding.csv that keeps each row's neighbours (t-SNE;
+                    distances between clusters mean nothing)
+  latent_space.png  latent.csv as a heat map, titled with its chain, over the view's scatter
   k_plus_trace.png  K+ per sweep of every chain, and the combined posterior of K+
   samples.nc        every chain's kept samples (ArviZ InferenceData)
   summary.csv       R-hat and effective sizes, then one row per chain (start, K+, weight)

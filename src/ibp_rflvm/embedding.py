@@ -296,8 +296,8 @@ def _spread(chains: np.ndarray, n_draws: int) -> list[tuple[int, float]]:
 
 
 class PosteriorEmbeddingMixin:
-    """``embedding_``, ``embedding(n_components)`` and ``embed(Y_new)`` of a fitted estimator,
-    functions of its ``posterior_``."""
+    """``embedding_``, ``embedding(n_components)``, ``embed(Y_new)`` and the 2-D ``view`` of a
+    fitted estimator, functions of its ``posterior_``."""
 
     @property
     def embedding_dims_(self) -> int:
@@ -324,14 +324,36 @@ class PosteriorEmbeddingMixin:
         return posterior_embedding(self._posterior()).scores[:, : self.embedding_dims_].copy()
 
     def embedding(self, n_components: int) -> np.ndarray:
-        """The training rows' posterior embedding with `n_components` coordinates (2 for a plot).
+        """The training rows' first `n_components` kernel principal components of the posterior
+        (the leading columns of ``embedding_``), as coordinates for computation.
 
         The first coordinates are the same whatever `n_components`; at most as many as the
-        centred posterior kernel has non-zero eigenvalues (and ``MAX_COMPONENTS``).
+        centred posterior kernel has non-zero eigenvalues (and ``MAX_COMPONENTS``). Two of them
+        are a linear projection that loses most of who is near whom: for a picture use
+        :meth:`view`.
         """
         emb = posterior_embedding(self._posterior())
         n = check_n_components(n_components, emb.n_available)
         return emb.scores[:, :n].copy()
+
+    def view(self, n_components: int = 2, random_state: int = 0) -> np.ndarray:
+        """A 2-D (or 3-D) picture of the training rows that keeps the posterior's
+        neighbourhoods: a t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`). Near rows
+        are near under the posterior kernel; distances between clusters mean nothing. The same
+        fit gives the same picture. Computed on first use and kept."""
+        from .view import view
+
+        post = self._posterior()
+        return post.memo(("view", int(n_components)), lambda: view(self, n_components, random_state)).copy()
+
+    def view_new_rows(self, Y_new, n_components: int = 2, **embed_kw) -> np.ndarray:
+        """New rows placed in :meth:`view`'s picture: :meth:`embed` positions them in the
+        posterior embedding, then each lands at the weighted mean of the view positions of its
+        nearest training rows (t-SNE has no map for unseen rows, so they are interpolated, not
+        optimised into the picture). `embed_kw` goes to :meth:`embed`."""
+        from .view import view_new_rows
+
+        return view_new_rows(self, Y_new, self.view(n_components), **embed_kw)
 
     def embed(
         self,

@@ -68,7 +68,7 @@ def latent_figure(
     so class structure in the latent space is visible at a glance; without (None), rows stay in
     the data's order. Zeros (the IBP's inactive entries) show as the neutral colour. With
     `embeddings` (one ``N x 2`` array or None per panel), a second row shows each model's 2-D
-    posterior embedding as a scatter coloured by label (empty where None).
+    view (:meth:`~ibp_rflvm.IBPRFLVM.view`) as a scatter coloured by label (empty where None).
     """
     n_obs = np.asarray(latents[0]).shape[0] if latents else 0
     have_labels = labels is not None
@@ -134,7 +134,7 @@ def _embedding_row(axes, embeddings, labels: np.ndarray, label_names) -> None:
             pick = labels == v
             name = label_names[int(v)] if label_names is not None and int(v) < len(label_names) else str(v)
             ax.scatter(E[pick, 0], E[pick, 1], s=4, color=colours(i % colours.N), label=name)
-        ax.set_title("posterior embedding (2-D)", fontsize=9)
+        ax.set_title("view: t-SNE of the posterior embedding", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
     first = next((ax for ax, E in zip(axes, embeddings, strict=True) if E is not None), None)

@@ -29,8 +29,12 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+#: Rows a view needs (t-SNE's neighbourhoods need a few points).
+MIN_ROWS = 5
+
 __all__ = [
     "MAX_COMPONENTS",
+    "MIN_ROWS",
     "PERPLEXITY",
     "check_view_components",
     "place_rows",
@@ -84,8 +88,8 @@ def tsne_view(X, n_components: int = 2, random_state: int = 0, perplexity: float
 
     n = check_view_components(n_components)
     X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] < 5:
-        raise ValueError(f"a view needs a 2-D array of at least 5 rows; got shape {X.shape}")
+    if X.ndim != 2 or X.shape[0] < MIN_ROWS:
+        raise ValueError(f"a view needs a 2-D array of at least {MIN_ROWS} rows; got shape {X.shape}")
     if not np.all(np.isfinite(X)):
         raise ValueError("the coordinates to view contain NaN or infinite entries")
     if isinstance(random_state, bool) or not isinstance(random_state, int | np.integer):
