@@ -414,7 +414,7 @@ class IBPRFLVM(_RFLVMBase):
     n_jobs : worker processes for the chains (default: one per chain, at most the CPU count).
         Under ``joblib.parallel_config(backend="dask")`` the chains run as tasks on that Dask
         cluster instead, which bounds them by its threads (:mod:`ibp_rflvm.chain_pool`;
-        README: several chains).
+        docs/chains.md).
     n_threads : threads for each chain's sweep (default None: the available CPUs, from the
         process's affinity, shared among the chains that run at once, at least 1 each). The
         Polya-gamma likelihoods' row and column work (Polya-gamma draws, ``Phi beta``, row

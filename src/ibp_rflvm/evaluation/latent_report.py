@@ -232,7 +232,7 @@ def _notes(trials: int, datasets: Sequence[str], cfg: RunConfig) -> list[str]:
         "flip, rotation or split of the latent dimensions changes; at the fit's own d (the fewest "
         "components carrying 90% of the centred kernel's trace, or the posterior median K+ (the dense "
         "model's D) where that is more; cells made before stop 36 re-derived by "
-        "benchmarks/backfill_embedding_own.py), at d = D (the PCA row's D: the IBP "
+        "studies/backfill_embedding_own.py), at d = D (the PCA row's D: the IBP "
         "model's final K+, the dense model's own D), and at 2 and 5 (all the kernel has when fewer). "
         "'-' marks cells computed before the records kept it.",
         "PCA (D of X): principal component scores of the same training matrix as X's cell in the same "
