@@ -147,7 +147,7 @@ class LatentBlock:
     pca_from: tuple[str, ...]
 
 
-#: Table 3 (issue 18): k-nearest-neighbour accuracy of the latent spaces. No cells of its own:
+#: Table 3: k-nearest-neighbour accuracy of the latent spaces. No cells of its own:
 #: it reads the latent matrices of the Table 1 and 2 cells of the labelled data sets.
 LATENT_TABLES: dict[str, tuple[LatentBlock, ...]] = {
     "table3": (
