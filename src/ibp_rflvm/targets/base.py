@@ -27,7 +27,7 @@ import numpy as np
 
 from ..samplers import dp_mixture
 from ..samplers.dimension_moves import RowTarget
-from ..state import ChainState
+from ..state import ChainState, Data
 
 
 @dataclass
@@ -128,6 +128,12 @@ class Target(Protocol):
     def view(self, w: Work, params: dict) -> View: ...
 
     def x_view(self, w: Work, params: dict, view: View | None) -> View: ...
+
+
+def mean_filled(data: Data) -> np.ndarray:
+    """A new array of the data with each unobserved entry at its column's observed mean: the
+    start's completion, the input of its PCA."""
+    return np.where(data.observed, data.Y, np.nanmean(data.Y, axis=0))
 
 
 def pca_start(Y: np.ndarray, k: int, overwrite: bool = False) -> np.ndarray:

@@ -19,7 +19,7 @@ from ..likelihoods.gaussian import LOG_2PI, GaussianPrior
 from ..samplers.absorb import ordered_pairs
 from ..samplers.transfer import aligned_pairs
 from ..state import Data, ModelSpec
-from .base import Work, pca_start
+from .base import Work, mean_filled, pca_start
 from .collapsed_frequencies import mh_frequencies
 from .collapsed_kernels import absorb_rows, ess_rows, flip_rows, gibbs_z_rows, transfer_rows
 from .row_cache import Cache, build_cache, collapsed_loglik, commit_row, eval_row, prepare_row, row_buffers
@@ -117,17 +117,12 @@ class CollapsedGaussianTarget:
         self.data = data
         self.bias = spec.bias
 
-    def filled(self) -> np.ndarray:
-        """The data with unobserved entries at their column means (the start's completion)."""
-        Y = self.data.Y
-        return np.where(self.data.observed, Y, np.nanmean(Y, axis=0))
-
     def start_positions(self, k: int) -> np.ndarray:
-        return pca_start(self.filled(), k)
+        return pca_start(mean_filled(self.data), k)
 
     def start(self, rng: np.random.Generator, X, Z, W) -> tuple[np.ndarray, dict, float]:
         Phi = feature_map(X * Z, W, self.bias)
-        Y0 = self.filled()
+        Y0 = mean_filled(self.data)
         cache = build_cache(Phi, Y0, self.prior)
         Y1, beta, sigma2, mean = impute(rng, Phi, Y0, self.data.missing, cache, self.prior)
         return Y1, {"beta": beta, "sigma2": sigma2}, observed_loglik(Y1, self.data.observed, mean, sigma2)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import blocks as _blocks
 from ..features import feature_map
 from ..state import Data, ModelSpec
-from .base import Work, pca_start
+from .base import Work, mean_filled, pca_start
 from .factorised_state import FactorisedState, update_w, update_x, update_z
 from .moves import ArrayMoves
 
@@ -73,8 +73,7 @@ class FactorisedTarget:
         self.bias = spec.bias
 
     def start_positions(self, k: int) -> np.ndarray:
-        Y = self.data.Y
-        Y0 = np.where(self.data.observed, Y, np.nanmean(Y, axis=0))
+        Y0 = mean_filled(self.data)
         # Counts enter the PCA as square roots; in place, the same numbers: at 100,000 x 2,000
         # each N x J copy is 1.5 GiB.
         np.sqrt(np.maximum(Y0, 0.0, out=Y0), out=Y0)
