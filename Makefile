@@ -13,7 +13,7 @@ NUMBA_CACHE ?= $(abspath $(VENV))/numba-cache
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,baselines,dask,anndata,single-cell,docs]"
+	$(BIN)/pip install --quiet -e ".[dev,baselines,dask,anndata,single-cell,docs,jax]"
 	touch $(STAMP)
 
 venv: $(STAMP)

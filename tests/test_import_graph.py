@@ -103,7 +103,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("ibp_rflvm.samplers",),
     ("ibp_rflvm.likelihoods",),
     ("ibp_rflvm.state",),
-    ("ibp_rflvm.targets",),
+    ("ibp_rflvm.targets", "ibp_rflvm.jax_backend"),
     ("ibp_rflvm.model",),
     ("ibp_rflvm.effective", "ibp_rflvm.mcmc"),
     # What a fit leaves and everything computed from it.
