@@ -43,6 +43,10 @@ class ModelSpec:
     (the dimension moves, which must then be on). `ibp_beta_warmup` holds a learned
     ``ibp_beta`` at 1, with the slice step, for that many sweeps from the start (the burn-in
     must cover them).
+
+    `backend` is where the factorising likelihoods' sweep does its ``N x J`` work: ``"numba"``
+    (compiled CPU kernels) or ``"jax"`` (:mod:`ibp_rflvm.jax_backend`, a GPU where JAX sees
+    one); the same moves and posterior either way.
     """
 
     n_frequencies: int = 50
@@ -65,9 +69,12 @@ class ModelSpec:
     ibp_beta: float | None = 1.0
     ibp_beta_prior: tuple[float, float] = (1.0, 1.0)
     ibp_beta_warmup: int = 0
+    backend: str = "numba"
 
     def __post_init__(self) -> None:
         _check_ibp_beta(self)
+        if self.backend not in ("numba", "jax"):
+            raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
         if self.max_dims is not None:
             cap = self.max_dims
             if isinstance(cap, bool) or not isinstance(cap, numbers.Integral) or cap < 1:

@@ -1,0 +1,224 @@
+"""The factorising likelihoods on the device: row log-likelihoods and the weights' Gibbs step.
+
+Each class mirrors one of :mod:`ibp_rflvm.likelihoods` and is chosen by :func:`for_likelihood`;
+the host likelihood stays the source of the model's settings, its checks of the data and its
+held-out densities. A device likelihood is a frozen dataclass (hashable, so compiled functions
+take it as a static argument) with pure functions of device arrays:
+
+* :meth:`~DeviceLikelihood.device_data` uploads the data once (counts as float32 where every
+  count is below ``2^24``, which float32 holds exactly; NaN marks an unobserved entry);
+* :meth:`~DeviceLikelihood.row_constants` is the part of each row's log-likelihood that does
+  not depend on ``psi`` (once per sweep: it depends on the likelihood's own variables);
+* :meth:`~DeviceLikelihood.row_loglik` is each row's log-likelihood given ``psi = Phi beta``
+  (without the rows' offsets, which it adds), summed in float64;
+* :meth:`~DeviceLikelihood.update` draws the weights and the likelihood's own variables given
+  ``Phi``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from . import jax
+from .crt import crt_column_totals
+from .polya_gamma import draw_pg
+
+jnp = jax.numpy
+lax = jax.lax
+
+#: float32 holds every integer up to 2^24 exactly.
+_F32_EXACT = 2.0**24
+#: Rows per block of the precisions' accumulation: bounds the N x L(L+1)/2 row outer products.
+_OUTER_ROWS = 4096
+
+
+class DeviceData(NamedTuple):
+    """The data on the device: counts with NaN where unobserved, and each row's offset."""
+
+    y: jax.Array
+    offset: jax.Array
+    trials: jax.Array | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return self.y.shape[0]
+
+
+def upload_counts(prep, trials: np.ndarray | None = None) -> DeviceData:
+    """`prep`'s data as :class:`DeviceData`: float32 when every count (and number of trials) is
+    below ``2^24``, else float64; NaN at the unobserved entries."""
+    Y0, observed = prep.Y0, prep.observed
+    big = float(np.max(Y0, initial=0.0)) >= _F32_EXACT
+    if trials is not None:
+        big = big or float(np.max(trials, initial=0.0)) >= _F32_EXACT
+    dtype = np.float64 if big else np.float32
+    y = np.where(observed, Y0, np.nan).astype(dtype)
+    off = prep.extra.get("row_offset")
+    off = np.zeros(Y0.shape[0]) if off is None else np.asarray(off, dtype=np.float64)
+    t = None if trials is None else jnp.asarray(np.asarray(trials, dtype=dtype))
+    return DeviceData(jnp.asarray(y), jnp.asarray(off), t)
+
+
+def observed_counts(y: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(observed mask, counts as float64 with 0 where unobserved)``."""
+    obs = ~jnp.isnan(y)
+    return obs, jnp.where(obs, y, 0.0).astype(jnp.float64)
+
+
+def gaussian_weights(key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float) -> jax.Array:
+    """Every column ``beta_j ~ N(P_j^-1 rhs_j, P_j^-1)``, ``P_j = Phi^T diag(omega_j) Phi + tau I``.
+
+    The ``J`` precisions are one product of ``omega^T`` with the rows' outer products ``phi_i
+    phi_i^T``, accumulated over blocks of rows so that no ``N x L^2`` array is ever held; then one
+    batched Cholesky and two batched triangular solves: ``u = R^-T (R^-1 rhs + eps)`` with
+    ``P = R R^T`` has mean ``P^-1 rhs`` and covariance ``P^-1``.
+    """
+    N, L = Phi.shape
+    J = omega.shape[1]
+    rows = min(_OUTER_ROWS, N)
+    n_blocks = -(-N // rows)
+    pad = n_blocks * rows - N
+    # Padded rows have omega = 0: they add nothing to any precision.
+    Phi_b = jnp.pad(Phi, ((0, pad), (0, 0))).reshape(n_blocks, rows, L)
+    om_b = jnp.pad(omega, ((0, pad), (0, 0))).reshape(n_blocks, rows, J)
+
+    def add_block(P, blk):
+        ph, om = blk
+        outer = (ph[:, :, None] * ph[:, None, :]).reshape(rows, L * L)
+        return P + (om.T @ outer).reshape(J, L, L), None
+
+    P, _ = lax.scan(add_block, jnp.zeros((J, L, L)), (Phi_b, om_b))
+    P = P + prior_precision * jnp.eye(L)
+    R = jnp.linalg.cholesky(P)
+    eps = jax.random.normal(key, (J, L, 1))
+    m = jax.scipy.linalg.solve_triangular(R, rhs.T[:, :, None], lower=True) + eps
+    u = jax.scipy.linalg.solve_triangular(jnp.swapaxes(R, 1, 2), m, lower=False)
+    return u[:, :, 0].T
+
+
+def softplus(x: jax.Array) -> jax.Array:
+    """``log(1 + e^x)`` without overflow."""
+    return jnp.logaddexp(0.0, x)
+
+
+@dataclass(frozen=True)
+class LogisticPGDevice:
+    """``c(y) exp(x)^y / (1 + exp(x))^b`` with ``beta_j ~ N(0, s^2 I)``: the Polya-gamma family
+    (:class:`ibp_rflvm.likelihoods.polya_gamma.LogisticPG`). ``x = psi + offset``."""
+
+    prior_scale: float = 1.0
+
+    # the shape b and log c(y), per entry (subclasses) ---------------------------------------
+    def _b(self, y: jax.Array, obs: jax.Array, params: dict, data: DeviceData, rows=None) -> jax.Array:
+        raise NotImplementedError
+
+    def _log_c(self, y: jax.Array, obs: jax.Array, params: dict, data: DeviceData) -> jax.Array:
+        raise NotImplementedError
+
+    # the interface ---------------------------------------------------------------------------
+    def device_data(self, host_lik, prep) -> DeviceData:
+        return upload_counts(prep)
+
+    def initial(self, host_lik, prep, L: int, J: int) -> dict:
+        """The start of the likelihood's variables, from which one Gibbs step draws the first
+        weights (as the numba backend's ``init_params``)."""
+        return {"beta": jnp.zeros((L, J))}
+
+    def device_params(self, params: dict) -> dict:
+        return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
+
+    def host_params(self, dparams: dict) -> dict:
+        return {k: np.asarray(v, dtype=np.float64) for k, v in dparams.items()}
+
+    def row_constants(self, dparams: dict, data: DeviceData) -> jax.Array:
+        obs, y = observed_counts(data.y)
+        return jnp.sum(jnp.where(obs, self._log_c(y, obs, dparams, data), 0.0), axis=1)
+
+    def row_loglik(self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: dict, data: DeviceData):
+        obs, y = observed_counts(data.y[rows])
+        x = psi + data.offset[rows][:, None]
+        b = self._b(y, obs, dparams, data, rows)
+        terms = jnp.where(obs, y * x - b * softplus(x), 0.0)
+        return const[rows] + jnp.sum(terms, axis=1)
+
+    def draw_beta(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> jax.Array:
+        """``omega ~ PG(b, x)``, then ``beta_j ~ N(V Phi^T (kappa_j - Omega_j o), V)``."""
+        k_pg, k_w = jax.random.split(key)
+        obs, y = observed_counts(data.y)
+        x = Phi @ dparams["beta"] + data.offset[:, None]
+        b = jnp.where(obs, self._b(y, obs, dparams, data), 0.0)
+        omega = draw_pg(k_pg, b, x)
+        kappa = jnp.where(obs, y - 0.5 * b, 0.0) - omega * data.offset[:, None]
+        return gaussian_weights(k_w, Phi, omega, Phi.T @ kappa, self.prior_scale**-2.0)
+
+    def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
+        return {**dparams, "beta": self.draw_beta(key, Phi, dparams, data)}
+
+
+@dataclass(frozen=True)
+class NegBinomDevice(LogisticPGDevice):
+    """:class:`ibp_rflvm.likelihoods.negbinom.NegBinomLikelihood`: ``b = y + r_j``; the
+    dispersions by their CRT augmentation, ``r_j ~ Gamma(e0 + L_j, f0 + sum_i softplus(x_ij))``."""
+
+    e0: float = 1.0
+    f0: float = 1.0
+
+    def initial(self, host_lik, prep, L, J):
+        return {"beta": jnp.zeros((L, J)), "r": jnp.full(J, self.e0 / self.f0)}
+
+    def _b(self, y, obs, params, data, rows=None):
+        return y + params["r"][None, :]
+
+    def _log_c(self, y, obs, params, data):
+        r = params["r"][None, :]
+        return lax.lgamma(y + r) - lax.lgamma(r) - lax.lgamma(y + 1.0)
+
+    def update(self, key, Phi, dparams, data):
+        k_beta, k_crt, k_r = jax.random.split(key, 3)
+        beta = self.draw_beta(k_beta, Phi, dparams, data)
+        obs, _ = observed_counts(data.y)
+        x = Phi @ beta + data.offset[:, None]
+        rate = self.f0 + jnp.sum(jnp.where(obs, softplus(x), 0.0), axis=0)
+        tables = crt_column_totals(k_crt, data.y, obs, dparams["r"])
+        r = jax.random.gamma(k_r, self.e0 + tables) / rate
+        return {"beta": beta, "r": jnp.maximum(r, 1e-300)}
+
+
+@dataclass(frozen=True)
+class BinomialDevice(LogisticPGDevice):
+    """:class:`ibp_rflvm.likelihoods.binomial.BinomialLikelihood`: ``b = n_ij`` trials
+    (Bernoulli: one), ``log c = log C(n, y)``."""
+
+    def device_data(self, host_lik, prep) -> DeviceData:
+        return upload_counts(prep, prep.extra["trials"])
+
+    def _b(self, y, obs, params, data, rows=None):
+        t = data.trials if rows is None else data.trials[rows]
+        return t.astype(jnp.float64)
+
+    def _log_c(self, y, obs, params, data):
+        n = data.trials.astype(jnp.float64)
+        return lax.lgamma(n + 1.0) - lax.lgamma(y + 1.0) - lax.lgamma(n - y + 1.0)
+
+
+def for_likelihood(lik) -> LogisticPGDevice:
+    """The device likelihood of the host likelihood `lik` (ValueError for one the JAX backend
+    does not run)."""
+    name = getattr(lik, "name", "")
+    if name == "negbinom":
+        return NegBinomDevice(prior_scale=float(lik.prior_scale), e0=float(lik.e0), f0=float(lik.f0))
+    if name in ("binomial", "bernoulli"):
+        return BinomialDevice(prior_scale=float(lik.prior_scale))
+    raise ValueError(
+        f"backend='jax' runs the negative binomial, binomial and Bernoulli likelihoods; "
+        f"{name or type(lik).__name__!r} runs on backend='numba'"
+    )
+
+
+__all__ = [
+    "BinomialDevice", "DeviceData", "LogisticPGDevice", "NegBinomDevice", "for_likelihood",
+    "gaussian_weights", "upload_counts",
+]  # fmt: skip

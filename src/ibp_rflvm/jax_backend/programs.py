@@ -1,0 +1,182 @@
+"""The compiled device programs of the JAX target: features, row log-likelihoods, the elliptical
+slice sampler of ``X``, the frequencies' Metropolis-Hastings step and the likelihood's update.
+
+Every program takes the data and the state as arguments (never as closed-over constants, which
+XLA would copy into the program) and the device likelihood, the bias flag and the number of
+frequencies as static arguments, so one compilation serves every sweep of a fit: the latent
+dimensions arrive padded to a fixed width (zero columns of ``H`` and ``W`` add exactly 0 to
+``H W^T``) and row subsets padded to a few fixed sizes (:func:`bucket`).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+from . import jax
+from .likelihoods import DeviceData
+
+jnp = jax.numpy
+lax = jax.lax
+
+_STATIC = ("dlik", "bias", "M")
+
+
+def bucket(n: int, n_rows: int) -> int:
+    """The padded size of a subset of `n` rows out of `n_rows`: 1, then powers of 4 from 64,
+    then all rows, so that the moves' varying row subsets compile a handful of programs."""
+    if n >= n_rows:
+        return n_rows
+    if n <= 1:
+        return 1
+    size = 64
+    while size < n:
+        size *= 4
+    return min(size, n_rows)
+
+
+def features(H: jax.Array, W: jax.Array, bias: bool, M: int) -> jax.Array:
+    """``[cos(H W^T), sin(H W^T)] / sqrt(M)`` and, with `bias`, a constant column last (the
+    layout of :func:`ibp_rflvm.features.feature_map`)."""
+    proj = H @ W.T
+    scale = 1.0 / math.sqrt(M)
+    parts = [jnp.cos(proj) * scale, jnp.sin(proj) * scale]
+    if bias:
+        parts.append(jnp.ones((H.shape[0], 1)))
+    return jnp.concatenate(parts, axis=1)
+
+
+def _rows(H, W, beta, rows, const, dparams, data, dlik, bias, M):
+    Phi = features(H, W, bias, M)
+    psi = Phi @ beta
+    return dlik.row_loglik(psi, rows, const, dparams, data), Phi, psi
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def rows_loglik(H, W, beta, rows, const, dparams, data: DeviceData, dlik, bias, M):
+    """``(ll, Phi, psi)`` of the rows `rows` with latent rows `H`."""
+    return _rows(H, W, beta, rows, const, dparams, data, dlik, bias, M)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def column_deltas(H, W, beta, const, ll, z, dparams, data: DeviceData, dlik, bias, M):
+    """Every row's ``log p(y_i | z_id = 1) - log p(y_i | z_id = 0)`` when `H` holds the rows with
+    ``z_id`` switched (`z`: the current column), and the switched rows' ``(ll, Phi, psi)``."""
+    rows = jnp.arange(H.shape[0])
+    ll_alt, Phi, psi = _rows(H, W, beta, rows, const, dparams, data, dlik, bias, M)
+    return jnp.where(z == 1, ll - ll_alt, ll_alt - ll), (ll_alt, Phi, psi)
+
+
+@jax.jit
+def commit_mask(cur, alt, mask):
+    """Rows of `alt` where `mask`, else of `cur` (tuples of ``(ll, Phi, psi)``)."""
+    return tuple(jnp.where(mask.reshape((-1,) + (1,) * (c.ndim - 1)), a, c) for c, a in zip(cur, alt, strict=True))
+
+
+@jax.jit
+def commit_rows(cur, prop, dst, src):
+    """Rows ``dst[k]`` of `cur` become rows ``src[k]`` of `prop`; ``dst`` entries past the rows
+    (the padding) are dropped."""
+    return tuple(c.at[dst].set(p[src], mode="drop") for c, p in zip(cur, prop, strict=True))
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def total_loglik(Phi, dparams, data: DeviceData, dlik, bias, M):
+    """The row constants and the rows' log-likelihoods at ``psi = Phi beta``."""
+    const = dlik.row_constants(dparams, data)
+    psi = Phi @ dparams["beta"]
+    ll = dlik.row_loglik(psi, jnp.arange(Phi.shape[0]), const, dparams, data)
+    return const, ll, psi
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def update_params(key, Phi, dparams, data: DeviceData, dlik, bias, M):
+    """The likelihood's Gibbs step given ``Phi``: the weights and its own variables."""
+    return dlik.update(key, Phi, dparams, data)
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def feature_state(H, W, dparams, data: DeviceData, dlik, bias, M):
+    """``Phi``, ``psi``, the row constants and the rows' log-likelihoods of a sweep's start."""
+    Phi = features(H, W, bias, M)
+    const, ll, psi = total_loglik(Phi, dparams, data, dlik, bias, M)
+    return Phi, psi, const, ll
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def ess_x(key, X, Zf, W, beta, const, ll, Phi, psi, dparams, data: DeviceData, dlik, bias, M):
+    """One elliptical slice update of every row of ``X`` (Murray, Adams and MacKay 2010) under its
+    ``N(0, I)`` prior; the rows' samplers run side by side, each round evaluating all rows and
+    keeping the proposals of the rows still searching. Returns ``(X, ll, Phi, psi, evaluations)``.
+
+    Exact for each row: the slice level is ``log L(x) + log u``, the bracket shrinks towards the
+    current point on each rejection, and a row stops at its first proposal above its level, as
+    in :func:`ibp_rflvm.samplers.ess.elliptical_slice`.
+    """
+    N = X.shape[0]
+    rows = jnp.arange(N)
+    k_nu, k_u, k_t, k_loop = jax.random.split(key, 4)
+    nu = jax.random.normal(k_nu, X.shape)
+    log_y = ll + jnp.log(jax.random.uniform(k_u, (N,)))
+    theta = jax.random.uniform(k_t, (N,)) * (2.0 * math.pi)
+    lo = theta - 2.0 * math.pi
+    hi = theta
+
+    def cond(s):
+        return jnp.any(s[4])
+
+    def body(s):
+        i, theta, lo, hi, active, Xn, lln, Phin, psin, n_evals = s
+        prop = X * jnp.cos(theta)[:, None] + nu * jnp.sin(theta)[:, None]
+        ll_p, Phi_p, psi_p = _rows(prop * Zf, W, beta, rows, const, dparams, data, dlik, bias, M)
+        ok = active & (ll_p > log_y)
+        Xn = jnp.where(ok[:, None], prop, Xn)
+        lln = jnp.where(ok, ll_p, lln)
+        Phin = jnp.where(ok[:, None], Phi_p, Phin)
+        psin = jnp.where(ok[:, None], psi_p, psin)
+        rej = active & ~ok
+        below = theta < 0.0
+        lo = jnp.where(rej & below, theta, lo)
+        hi = jnp.where(rej & ~below, theta, hi)
+        u = jax.random.uniform(jax.random.fold_in(k_loop, i), (N,))
+        theta = jnp.where(rej, lo + u * (hi - lo), theta)
+        n_evals = n_evals + jnp.sum(active)
+        return i + 1, theta, lo, hi, rej, Xn, lln, Phin, psin, n_evals
+
+    start = (0, theta, lo, hi, jnp.ones(N, dtype=bool), X, ll, Phi, psi, jnp.zeros((), jnp.int64))
+    s = lax.while_loop(cond, body, start)
+    return s[5], s[6], s[7], s[8], s[9]
+
+
+@partial(jax.jit, static_argnames=_STATIC)
+def mh_frequencies(W_prop, log_u, H, W, beta, const, ll, Phi, psi, dparams, data: DeviceData, dlik, bias, M):
+    """Metropolis-Hastings of each frequency in turn, proposal ``W_prop[m]`` (from its mixture
+    component, independent of the current value), accepted when
+    ``log u < sum_i ll_i(proposal) - sum_i ll_i(current)``: an independence proposal drawn from
+    the frequency's prior, so the prior and proposal densities cancel and the ratio is the
+    likelihood ratio (:func:`ibp_rflvm.targets.factorised_state.update_w`). A proposal changes
+    two columns of ``Phi``, so ``psi`` moves by a rank-2 product. Sums in float64.
+    Returns ``(W, ll, Phi, psi, accepted)``."""
+    rows = jnp.arange(H.shape[0])
+    scale = 1.0 / math.sqrt(M)
+
+    def body(m, s):
+        W, Phi, psi, ll, total, acc = s
+        w = W_prop[m]
+        proj = H @ w
+        new = jnp.stack([jnp.cos(proj), jnp.sin(proj)], axis=1) * scale
+        old = jnp.stack([Phi[:, m], Phi[:, m + M]], axis=1)
+        B = jnp.stack([beta[m], beta[m + M]], axis=0)
+        psi_p = psi + (new - old) @ B
+        ll_p = dlik.row_loglik(psi_p, rows, const, dparams, data)
+        total_p = jnp.sum(ll_p)
+
+        def accept(_):
+            Phi_n = Phi.at[:, m].set(new[:, 0]).at[:, m + M].set(new[:, 1])
+            return W.at[m].set(w), Phi_n, psi_p, ll_p, total_p, acc + 1
+
+        return lax.cond(log_u[m] < total_p - total, accept, lambda _: s, None)
+
+    s = (W, Phi, psi, ll, jnp.sum(ll), jnp.zeros((), jnp.int64))
+    W, Phi, psi, ll, _, acc = lax.fori_loop(0, W_prop.shape[0], body, s)
+    return W, ll, Phi, psi, acc
