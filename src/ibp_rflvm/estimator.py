@@ -106,6 +106,7 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             max_dims=self._max_dims(),
             ibp_beta=ibp_beta,
             ibp_beta_prior=ibp_beta_prior,
+            backend=self.backend,
         )
 
     def _chain_starts(self, spec: ModelSpec, n_chains: int) -> list[int]:
@@ -185,6 +186,9 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         ]  # fmt: skip
         if len(jobs) == 1:
             results = [_run_one(*jobs[0], verbose=self.verbose)]
+        elif spec.backend == "jax":
+            # One process holds the device: its chains run one after another there.
+            results = [_run_one(*job, verbose=False) for job in jobs]
         else:
             # Chains from more dimensions cost more per sweep, so their starts order the dispatch.
             results = run_chains(_run_one, [(*job, False) for job in jobs], starts, self.n_jobs, shared=1)
@@ -423,6 +427,9 @@ class IBPRFLVM(_RFLVMBase):
         log-likelihoods; not yet the collapsed Gaussian); the chain is the same bit for bit
         whatever `n_threads`, and a checkpoint written with one value resumes with another
         (docs/scaling.md).
+    backend : ``"numba"`` (default) or ``"jax"``: where the count likelihoods' sweep does its
+        ``N x J`` work (:mod:`ibp_rflvm.jax_backend`, the ``[jax]`` extra; a GPU where JAX sees one,
+        else the CPU). The same moves and outputs; chains then run one after another.
     checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
         atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
         a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a
@@ -477,6 +484,7 @@ class IBPRFLVM(_RFLVMBase):
         ibp_beta: float | None = 1.0,
         ibp_beta_prior: tuple[float, float] = (1.0, 1.0),
         n_threads: int | None = None,
+        backend: str = "numba",
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -503,6 +511,7 @@ class IBPRFLVM(_RFLVMBase):
         self.combine = combine
         self.stacking_max_entries = stacking_max_entries
         self.n_threads = n_threads
+        self.backend = backend
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -552,6 +561,7 @@ class RFLVM(_RFLVMBase):
         combine: str = "stack",
         stacking_max_entries: int = MAX_ENTRIES,
         n_threads: int | None = None,
+        backend: str = "numba",
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -574,6 +584,7 @@ class RFLVM(_RFLVMBase):
         self.combine = combine
         self.stacking_max_entries = stacking_max_entries
         self.n_threads = n_threads
+        self.backend = backend
 
     def _n_dims(self) -> int:
         return self.n_components

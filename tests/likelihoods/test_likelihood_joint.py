@@ -81,7 +81,7 @@ CASES = {
 
 
 def _successive_conditional(
-    name, ibp_on, n_sweeps, seed=0, burn=300, max_dims=None, beta_prior=None
+    name, ibp_on, n_sweeps, seed=0, burn=300, max_dims=None, beta_prior=None, backend="numba"
 ):
     hyper, draw = CASES[name]
     name = name.split("+")[0]
@@ -89,7 +89,7 @@ def _successive_conditional(
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
-        max_dims=max_dims,
+        max_dims=max_dims, backend=backend,
         **({} if beta_prior is None else {"ibp_beta": None, "ibp_beta_prior": beta_prior}),
     )
     rng = np.random.default_rng(seed)
@@ -197,8 +197,10 @@ def test_count_sweep_gets_it_right_with_beta_learned(name):
     _run_and_check(name, True, 4000, beta_prior=(2.0, 2.0))
 
 
-def _run_and_check(name, ibp_on, n_sweeps, max_dims=None, beta_prior=None):
-    draws = _successive_conditional(name, ibp_on, n_sweeps, max_dims=max_dims, beta_prior=beta_prior)
+def _run_and_check(name, ibp_on, n_sweeps, max_dims=None, beta_prior=None, backend="numba", seed=0):
+    draws = _successive_conditional(
+        name, ibp_on, n_sweeps, seed=seed, max_dims=max_dims, beta_prior=beta_prior, backend=backend
+    )
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
         assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300

@@ -125,7 +125,7 @@ class LogisticPGDevice:
     def initial(self, host_lik, prep, L: int, J: int) -> dict:
         """The start of the likelihood's variables, from which one Gibbs step draws the first
         weights (as the numba backend's ``init_params``)."""
-        return {"beta": jnp.zeros((L, J))}
+        return self.device_params({"beta": np.zeros((L, J))})
 
     def device_params(self, params: dict) -> dict:
         return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
@@ -167,7 +167,7 @@ class NegBinomDevice(LogisticPGDevice):
     f0: float = 1.0
 
     def initial(self, host_lik, prep, L, J):
-        return {"beta": jnp.zeros((L, J)), "r": jnp.full(J, self.e0 / self.f0)}
+        return self.device_params({"beta": np.zeros((L, J)), "r": np.full(J, self.e0 / self.f0)})
 
     def _b(self, y, obs, params, data, rows=None):
         return y + params["r"][None, :]

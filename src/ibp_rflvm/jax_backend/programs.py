@@ -180,3 +180,16 @@ def mh_frequencies(W_prop, log_u, H, W, beta, const, ll, Phi, psi, dparams, data
     s = (W, Phi, psi, ll, jnp.sum(ll), jnp.zeros((), jnp.int64))
     W, Phi, psi, ll, _, acc = lax.fori_loop(0, W_prop.shape[0], body, s)
     return W, ll, Phi, psi, acc
+
+
+_PROGRAMS = (
+    rows_loglik, column_deltas, commit_mask, commit_rows, total_loglik, update_params, feature_state,
+    ess_x, mh_frequencies,
+)  # fmt: skip
+
+
+def compiled_count() -> int:
+    """How many compiled variants the programs hold in this process (one per distinct set of
+    shapes and static arguments): a fit that compiles nothing after its first sweeps keeps
+    this number fixed from then on."""
+    return sum(p._cache_size() for p in _PROGRAMS)

@@ -15,7 +15,7 @@ frequency proposals too, in the same order); each device program gets a key draw
 Generator. So a seed fixes the chain on a given device, and a checkpoint (the Generator's state
 and the chain state, both on the host) resumes it.
 
-Shapes: the latent dimensions are padded to ``width`` columns (a multiple of 8 at least
+Shapes: the latent dimensions are padded to ``width`` columns (a multiple of 8, more than
 ``max_dims``), and row subsets to :func:`.programs.bucket` sizes, so the compiled programs
 are reused from one sweep to the next; :attr:`JaxFactorisedTarget.widenings` counts the times a
 sweep needed more columns than ``width`` (each one compiles the programs again).
@@ -56,7 +56,8 @@ class JaxFactorisedTarget:
         self.data = self.dlik.device_data(likelihood, self.prep)
         self.bias = bool(spec.bias)
         self.M = int(spec.n_frequencies)
-        self.width = _round_up(max(spec.max_dims or 0, spec.n_dims, 1))
+        # One column more than the cap: the Gibbs pass scores a new dimension beside the others.
+        self.width = _round_up(max(spec.max_dims or 0, spec.n_dims, 1) + 1)
         self.widenings = 0
         self.n_rows = int(data.Y.shape[0])
 
@@ -68,7 +69,8 @@ class JaxFactorisedTarget:
         """`A`'s columns (latent dimensions) padded with zeros to ``width``, on the device."""
         k = A.shape[-1]
         if k > self.width:
-            self.width = _round_up(k)
+            # Doubling bounds the compilations of a fit whose sweeps need ever more columns.
+            self.width = _round_up(max(k, 2 * self.width))
             self.widenings += 1
         out = np.zeros(A.shape[:-1] + (self.width,))
         out[..., :k] = A
@@ -158,9 +160,11 @@ class JaxView(ArrayMoves):
         self.t = target
         self.dparams = target.dlik.device_params(params)
         self.beta = self.dparams["beta"]
+        used = w.Z.any(axis=0)  # the slice step's new sticks are columns of zeros in H
         Phi, psi, self.const, ll = programs.feature_state(
-            target.pad(w.X * w.Z), target.pad(w.W), self.dparams, target.data, **target.static
-        )
+            target.pad(w.X[:, used] * w.Z[:, used]), target.pad(w.W[:, used]), self.dparams,
+            target.data, **target.static,
+        )  # fmt: skip
         self.set_state((ll, Phi, psi))
 
     def set_state(self, state) -> None:
@@ -175,15 +179,19 @@ class JaxView(ArrayMoves):
         all rows in one device pass, the rows then visited in turn on the host for ``pi*``
         (:func:`ibp_rflvm.samplers.ibp.gibbs_column`)."""
         t = self.t
-        W = t.pad(w.W)
         flips = 0
         for d in range(w.Z.shape[1]):
-            H_alt = w.X * w.Z
-            H_alt[:, d] = w.X[:, d] * (1 - w.Z[:, d])
+            # Only the columns some row uses, and d, reach the device: a column of zeros adds
+            # exactly 0 to H W^T, and the cap keeps these within max_dims + 1 of the slice
+            # step's columns, however many new sticks it represented.
+            cols = np.flatnonzero(w.Z.any(axis=0) | (np.arange(w.Z.shape[1]) == d))
+            H_alt = w.X[:, cols] * w.Z[:, cols]
+            at = int(np.searchsorted(cols, d))
+            H_alt[:, at] = w.X[:, d] * (1 - w.Z[:, d])
             z_before = w.Z[:, d].copy()
             delta, alt = programs.column_deltas(
-                t.pad(H_alt), W, self.beta, self.const, self.state[0], jnp.asarray(z_before),
-                self.dparams, t.data, **t.static,
+                t.pad(H_alt), t.pad(w.W[:, cols]), self.beta, self.const, self.state[0],
+                jnp.asarray(z_before), self.dparams, t.data, **t.static,
             )  # fmt: skip
             ibp.gibbs_column(rng, w.Z, d, np.asarray(delta), w.pi, counts, room)
             changed = w.Z[:, d] != z_before

@@ -100,7 +100,9 @@ def settings_description(spec: ModelSpec) -> dict:
 
 #: Model settings added after checkpoints were first written, with the value under which a
 #: chain runs as it did before them (the one-parameter IBP).
-_LATER_SETTINGS = {"ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0}
+_LATER_SETTINGS = {
+    "ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0, "backend": "numba",
+}  # fmt: skip
 #: Settings since removed, with the value under which a chain ran as it does now: a checkpoint
 #: that holds that value belongs to today's model.
 _RETIRED_SETTINGS = {"whole_move": None, "frequency_update": "mh", "start_density": 1.0}
