@@ -20,7 +20,9 @@ def _prior_chain_jax(n_sweeps, n=10, alpha=2.0, max_dims=None, seed=0):
     """The JAX target's sweep with every entry unobserved: its likelihood is 1, so the chain
     samples the prior through the device programs and the host moves together."""
     lik = make_likelihood("negbinom")
-    spec = model.ModelSpec(n_frequencies=3, fixed_alpha=alpha, likelihood=lik, max_dims=max_dims, backend="jax")
+    spec = model.ModelSpec(
+        n_frequencies=3, fixed_alpha=alpha, likelihood=lik, max_dims=max_dims, backend="jax"
+    )
     rng = np.random.default_rng(seed)
     # The start (PCA of the data) needs observed numbers; the chain then runs on none.
     start_data = model.Data.from_array(np.zeros((n, 2)), lik)

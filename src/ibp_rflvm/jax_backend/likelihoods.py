@@ -68,7 +68,9 @@ def observed_counts(y: jax.Array) -> tuple[jax.Array, jax.Array]:
     return obs, jnp.where(obs, y, 0.0).astype(jnp.float64)
 
 
-def gaussian_weights(key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float) -> jax.Array:
+def gaussian_weights(
+    key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float
+) -> jax.Array:
     """Every column ``beta_j ~ N(P_j^-1 rhs_j, P_j^-1)``, ``P_j = Phi^T diag(omega_j) Phi + tau I``.
 
     The ``J`` precisions are one product of ``omega^T`` with the rows' outer products ``phi_i
