@@ -36,9 +36,10 @@ from .likelihoods import for_likelihood
 jnp = jax.numpy
 
 
-def key_from(rng: np.random.Generator):
-    """A JAX key drawn from the chain's Generator."""
-    return jax.random.key(int(rng.integers(0, 2**63 - 1)))
+def key_from(rng: np.random.Generator) -> np.ndarray:
+    """A JAX key (the raw two-word form, which crosses to the device with no dispatch of its
+    own) drawn from the chain's Generator."""
+    return rng.integers(0, 2**32, size=2, dtype=np.uint32)
 
 
 def _round_up(k: int, step: int = 8) -> int:
@@ -65,8 +66,8 @@ class JaxFactorisedTarget:
     def static(self) -> dict:
         return {"dlik": self.dlik, "bias": self.bias, "M": self.M}
 
-    def pad(self, A: np.ndarray) -> jax.Array:
-        """`A`'s columns (latent dimensions) padded with zeros to ``width``, on the device."""
+    def pad(self, A: np.ndarray) -> np.ndarray:
+        """`A`'s columns (latent dimensions) padded with zeros to ``width``."""
         k = A.shape[-1]
         if k > self.width:
             # Doubling bounds the compilations of a fit whose sweeps need ever more columns.
@@ -74,7 +75,7 @@ class JaxFactorisedTarget:
             self.widenings += 1
         out = np.zeros(A.shape[:-1] + (self.width,))
         out[..., :k] = A
-        return jnp.asarray(out)
+        return out  # a compiled program's NumPy argument goes to the device on its fast path
 
     # the Target protocol ---------------------------------------------------------------------
     def start_positions(self, k: int) -> np.ndarray:
@@ -86,7 +87,7 @@ class JaxFactorisedTarget:
         dparams = self.dlik.initial(self.lik, self.prep, L, J)
         dparams = programs.update_params(key_from(rng), Phi, dparams, self.data, **self.static)
         _, ll, _ = programs.total_loglik(Phi, dparams, self.data, **self.static)
-        return None, self.dlik.host_params(dparams), float(jnp.sum(ll))
+        return None, self.dlik.host_params(dparams), float(np.sum(np.asarray(ll), dtype=np.float64))
 
     def view(self, w: Work, params: dict) -> JaxView:
         return JaxView(self, w, params)
@@ -114,7 +115,7 @@ class JaxRows:
         rows_p[:n] = rows
         H_p = np.zeros((size, H_rows.shape[1]))
         H_p[:n] = H_rows
-        rows_d = jnp.asarray(rows_p)
+        rows_d = (rows_p)
         ll, Phi, psi = programs.rows_loglik(
             t.pad(H_p), t.pad(W), v.beta, rows_d, v.const, v.dparams, t.data, **t.static
         )
@@ -131,7 +132,7 @@ class JaxRows:
         src = np.zeros(size, dtype=np.int64)
         dst[: idx.size] = rows[idx]
         src[: idx.size] = idx
-        v.set_state(programs.commit_rows(v.state, prop, jnp.asarray(dst), jnp.asarray(src)))
+        v.set_state(programs.commit_rows(v.state, prop, (dst), (src)))
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
         return float(self._score(np.array([i]), h[None, :], W)[0])
@@ -191,12 +192,12 @@ class JaxView(ArrayMoves):
             z_before = w.Z[:, d].copy()
             delta, alt = programs.column_deltas(
                 t.pad(H_alt), t.pad(w.W[:, cols]), self.beta, self.const, self.state[0],
-                jnp.asarray(z_before), self.dparams, t.data, **t.static,
+                (z_before), self.dparams, t.data, **t.static,
             )  # fmt: skip
             ibp.gibbs_column(rng, w.Z, d, np.asarray(delta), w.pi, counts, room)
             changed = w.Z[:, d] != z_before
             if changed.any():
-                self.set_state(programs.commit_mask(self.state, alt, jnp.asarray(changed)))
+                self.set_state(programs.commit_mask(self.state, alt, (changed)))
                 flips += int(changed.sum())
         return flips
 
@@ -231,7 +232,7 @@ class JaxView(ArrayMoves):
             log_u[m] = np.log(rng.random())
         ll, Phi, psi = self.state
         W, ll, Phi, psi, acc = programs.mh_frequencies(
-            t.pad(W_prop), jnp.asarray(log_u), t.pad(w.X * w.Z), t.pad(w.W), self.beta, self.const,
+            t.pad(W_prop), (log_u), t.pad(w.X * w.Z), t.pad(w.W), self.beta, self.const,
             ll, Phi, psi, self.dparams, t.data, **t.static,
         )  # fmt: skip
         w.W = np.ascontiguousarray(np.asarray(W)[:, :K])
@@ -244,7 +245,7 @@ class JaxView(ArrayMoves):
         self.state = None  # psi is stale once beta changes; freed before the weights' update
         dparams = programs.update_params(key_from(rng), Phi, self.dparams, t.data, **t.static)
         _, ll, _ = programs.total_loglik(Phi, dparams, t.data, **t.static)
-        return w.Y, t.dlik.host_params(dparams), float(jnp.sum(ll))
+        return w.Y, t.dlik.host_params(dparams), float(np.sum(np.asarray(ll), dtype=np.float64))
 
 
 __all__ = ["JaxFactorisedTarget", "JaxRows", "JaxView", "key_from"]
