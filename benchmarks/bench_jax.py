@@ -1,0 +1,119 @@
+"""Seconds per sweep of the NB sweep on ``backend="jax"`` against ``backend="numba"``, in one call.
+
+Run by hand (a GPU machine, or this one's CPU)::
+
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/bench_jax.py \\
+        --sizes 10000x2000 100000x2000 --sweeps 5 --numba-threads 16 [--numba-sweeps 2] [--no-numba]
+
+For each size: the data of :func:`bench_scale.simulate` (NB counts from a sparse RFLVM, about
+90% zeros) and the estimator's defaults (``IBPRFLVM(likelihood="negbinom")``: ``init_dims``
+12, ``max_dims`` 50, M = 50, the default sampler), started as ``fit`` starts them. The first
+sweep (which compiles) is reported apart; the figure is the median of the next `--sweeps`.
+For the JAX backend also: the device, the number of compiled programs after the first sweep and
+after the last (equal: no compilation inside the fit), and on a GPU the device's peak memory
+and that peak per ``N x J`` entry. The numba backend runs the same chain start on
+`--numba-threads` threads (the chain is the same whatever the thread count). Everything is
+printed as ``key: value`` lines, so one call measures it all; nothing is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_scale import simulate  # noqa: E402
+
+from ibp_rflvm import IBPRFLVM, blocks, model  # noqa: E402
+from ibp_rflvm.targets import make_target  # noqa: E402
+
+
+def run(Y: np.ndarray, backend: str, n_sweeps: int, threads: int, seed: int = 0) -> dict:
+    spec = replace(IBPRFLVM(likelihood="negbinom", random_state=seed)._spec(), backend=backend)
+    rng = np.random.default_rng(seed)
+    out: dict = {}
+    t0 = time.perf_counter()
+    data = model.Data.from_array(Y, spec.likelihood)
+    with blocks.active(blocks.Blocks(n_threads=threads)):
+        target = make_target(spec, data)
+        kernel = model.build_sweep(spec, target)
+        state = kernel.init(rng)
+        out["start_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        state, _ = kernel.step(rng, state)
+        out["first_sweep_s"] = time.perf_counter() - t0
+        if backend == "jax":
+            from ibp_rflvm.jax_backend import programs
+
+            out["compiled_after_first"] = programs.compiled_count()
+        times, k_plus = [], []
+        for _ in range(n_sweeps):
+            t0 = time.perf_counter()
+            state, info = kernel.step(rng, state)
+            times.append(time.perf_counter() - t0)
+            k_plus.append(info.k_plus)
+    out["s_per_sweep_median"] = statistics.median(times)
+    out["s_per_sweep_all"] = " ".join(f"{t:.3f}" for t in times)
+    out["k_plus"] = " ".join(map(str, k_plus))
+    if backend == "jax":
+        out["compiled_after_last"] = programs.compiled_count()
+        out["widenings"] = target.widenings
+        out.update(_device_memory(Y.size))
+    return out
+
+
+def _device_memory(entries: int) -> dict:
+    from ibp_rflvm.jax_backend import jax
+
+    dev = jax.devices()[0]
+    stats = dev.memory_stats() or {}
+    peak = stats.get("peak_bytes_in_use")
+    if peak is None:
+        return {"device_peak_bytes": "n/a (no memory_stats on this device)"}
+    return {"device_peak_GiB": peak / 2**30, "device_peak_bytes_per_entry": peak / entries}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", nargs="+", default=["2000x500"], help="N x J sizes, e.g. 10000x2000")
+    p.add_argument("--sweeps", type=int, default=5)
+    p.add_argument("--numba-threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--numba-sweeps", type=int, default=None, help="default: --sweeps")
+    p.add_argument("--no-numba", action="store_true")
+    p.add_argument("--no-jax", action="store_true")
+    a = p.parse_args()
+    from ibp_rflvm.jax_backend import jax
+
+    print(f"host: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
+    print(f"jax: {jax.__version__} devices {jax.devices()}")
+    for size in a.sizes:
+        n, j = (int(v) for v in size.lower().split("x"))
+        t0 = time.perf_counter()
+        Y = simulate(n, j)
+        print(f"\n== {n} x {j} NB counts ({np.mean(Y == 0):.0%} zeros; simulated in {time.perf_counter() - t0:.1f} s)")
+        results = {}
+        if not a.no_jax:
+            results["jax"] = run(Y, "jax", a.sweeps, 1)
+        if not a.no_numba:
+            results["numba"] = run(Y, "numba", a.numba_sweeps or a.sweeps, a.numba_threads)
+        for backend, res in results.items():
+            threads = f", {a.numba_threads} threads" if backend == "numba" else ""
+            for key, value in res.items():
+                text = f"{value:.4g}" if isinstance(value, float) else value
+                print(f"{size} {backend}{threads} {key}: {text}")
+        if len(results) == 2:
+            ratio = results["numba"]["s_per_sweep_median"] / results["jax"]["s_per_sweep_median"]
+            print(f"{size} speedup (numba median / jax median): {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
