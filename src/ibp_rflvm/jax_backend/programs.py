@@ -70,7 +70,9 @@ def column_deltas(H, W, beta, const, ll, z, dparams, data: DeviceData, dlik, bia
 @jax.jit
 def commit_mask(cur, alt, mask):
     """Rows of `alt` where `mask`, else of `cur` (tuples of ``(ll, Phi, psi)``)."""
-    return tuple(jnp.where(mask.reshape((-1,) + (1,) * (c.ndim - 1)), a, c) for c, a in zip(cur, alt, strict=True))
+    return tuple(
+        jnp.where(mask.reshape((-1,) + (1,) * (c.ndim - 1)), a, c) for c, a in zip(cur, alt, strict=True)
+    )
 
 
 @jax.jit
