@@ -18,13 +18,16 @@ take it as a static argument) with pure functions of device arrays:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from . import jax
 from .crt import crt_column_totals
 from .polya_gamma import draw_pg
+
+if TYPE_CHECKING:
+    from .likelihoods_more import MultinomialDevice, PoissonDevice
 
 jnp = jax.numpy
 lax = jax.lax
@@ -206,17 +209,22 @@ class BinomialDevice(LogisticPGDevice):
         return lax.lgamma(n + 1.0) - lax.lgamma(y + 1.0) - lax.lgamma(n - y + 1.0)
 
 
-def for_likelihood(lik) -> LogisticPGDevice:
+def for_likelihood(lik) -> LogisticPGDevice | PoissonDevice | MultinomialDevice:
     """The device likelihood of the host likelihood `lik` (ValueError for one the JAX backend
     does not run)."""
     name = getattr(lik, "name", "")
+    if name in ("poisson", "multinomial"):
+        from .likelihoods_more import MultinomialDevice, PoissonDevice  # it imports this module
+
+        cls = PoissonDevice if name == "poisson" else MultinomialDevice
+        return cls(prior_scale=float(lik.prior_scale))
     if name == "negbinom":
         return NegBinomDevice(prior_scale=float(lik.prior_scale), e0=float(lik.e0), f0=float(lik.f0))
     if name in ("binomial", "bernoulli"):
         return BinomialDevice(prior_scale=float(lik.prior_scale))
     raise ValueError(
-        f"backend='jax' runs the negative binomial, binomial and Bernoulli likelihoods; "
-        f"{name or type(lik).__name__!r} runs on backend='numba'"
+        "backend='jax' runs the negative binomial, Poisson, multinomial, binomial and Bernoulli "
+        f"likelihoods; {name or type(lik).__name__!r} runs on backend='numba'"
     )
 
 

@@ -1,0 +1,211 @@
+"""The Poisson and multinomial likelihoods on the device, beside :mod:`.likelihoods`.
+
+Neither is a Polya-gamma family of the form :class:`.likelihoods.LogisticPGDevice` handles:
+
+* :class:`PoissonDevice` (:class:`ibp_rflvm.likelihoods.poisson.PoissonLikelihood`) draws its
+  weights by elliptical slice sampling of the ``J`` columns under their ``N(0, s^2 I)`` prior,
+  all columns side by side in one ``lax.while_loop``, as :func:`.programs.ess_x` does for the
+  rows of ``X``;
+* :class:`MultinomialDevice` (:class:`ibp_rflvm.likelihoods.multinomial.MultinomialLikelihood`)
+  updates one category after another (Holmes and Held 2006), each a Polya-gamma draw over the
+  rows and one Gaussian column.
+
+Both keep the interface of :mod:`.likelihoods` (frozen dataclasses, static arguments of the
+compiled programs, pure functions of device arrays).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import jax
+from .likelihoods import DeviceData, gaussian_weights, observed_counts, upload_counts
+from .polya_gamma import draw_pg
+
+jnp = jax.numpy
+lax = jax.lax
+
+#: The key of the Poisson start's marker (see :meth:`PoissonDevice.initial`).
+_LAPLACE_START = "laplace_start"
+
+
+@dataclass(frozen=True)
+class _DeviceBase:
+    prior_scale: float = 1.0
+
+    def device_data(self, host_lik, prep) -> DeviceData:
+        return upload_counts(prep)
+
+    def initial(self, host_lik, prep, L: int, J: int) -> dict:
+        return {"beta": jnp.zeros((L, J))}
+
+    def device_params(self, params: dict) -> dict:
+        return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
+
+    def host_params(self, dparams: dict) -> dict:
+        return {k: np.asarray(v, dtype=np.float64) for k, v in dparams.items()}
+
+
+@dataclass(frozen=True)
+class PoissonDevice(_DeviceBase):
+    """``y_ij ~ Poisson(exp(psi_ij + o_i))``, ``o_i = log s_i`` the rows' size factors (zero
+    without them), ``beta_j ~ N(0, s^2 I)``."""
+
+    def initial(self, host_lik, prep, L: int, J: int) -> dict:
+        """``beta = 0`` and a marker that makes the first :meth:`update` start from a draw of the
+        Gaussian (Laplace) approximation at ``psi = log(y + 1/2)``, as the host's ``init_params``:
+        the interface's start has no ``Phi``, which that draw needs. The marker changes the
+        dictionary's structure, so the start is its own compilation and the sweeps' updates
+        never carry the branch."""
+        return {"beta": jnp.zeros((L, J)), _LAPLACE_START: jnp.zeros(())}
+
+    def row_constants(self, dparams: dict, data: DeviceData) -> jax.Array:
+        obs, y = observed_counts(data.y)
+        return -jnp.sum(jnp.where(obs, lax.lgamma(y + 1.0), 0.0), axis=1)
+
+    def row_loglik(self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: dict, data: DeviceData):
+        obs, y = observed_counts(data.y[rows])
+        x = psi + data.offset[rows][:, None]
+        terms = jnp.where(obs, y * x - jnp.exp(x), 0.0)
+        return const[rows] + jnp.sum(terms, axis=1)
+
+    def laplace_draw(self, key, Phi: jax.Array, data: DeviceData) -> jax.Array:
+        """Weights ``y + 1/2`` and working response ``log(y + 1/2) - o_i``: near the posterior even
+        for large counts, which the prior-ellipse moves of ESS would take many sweeps to reach
+        from ``beta = 0``."""
+        obs, y = observed_counts(data.y)
+        w = jnp.where(obs, y + 0.5, 0.0)
+        target = jnp.log(y + 0.5) - data.offset[:, None]
+        return gaussian_weights(key, Phi, w, Phi.T @ (w * target), self.prior_scale**-2.0)
+
+    def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
+        """One elliptical slice update of every weight column (:func:`ibp_rflvm.samplers.ess.elliptical_slice`
+        with units ``beta_j / s`` under ``N(0, I)``); a column stops at its first proposal above
+        its slice level, the bracket shrinking towards the current point on each rejection."""
+        beta = dparams["beta"]
+        if _LAPLACE_START in dparams:
+            key, k_start = jax.random.split(key)
+            beta = self.laplace_draw(k_start, Phi, data)
+        s = self.prior_scale
+        obs, y = observed_counts(data.y)
+        off = data.offset[:, None]
+
+        def col_ll(U):
+            # Without the columns' constants sum -lgamma(y + 1): only differences with the
+            # slice level, computed by this same function, matter.
+            x = Phi @ (s * U.T) + off
+            return jnp.sum(jnp.where(obs, y * x - jnp.exp(x), 0.0), axis=0)
+
+        J = beta.shape[1]
+        U = beta.T / s
+        k_nu, k_u, k_t, k_loop = jax.random.split(key, 4)
+        nu = jax.random.normal(k_nu, U.shape)
+        log_y = col_ll(U) + jnp.log(jax.random.uniform(k_u, (J,)))
+        theta = jax.random.uniform(k_t, (J,)) * (2.0 * math.pi)
+
+        def cond(st):
+            return jnp.any(st[4])
+
+        def body(st):
+            i, theta, lo, hi, active, Un = st
+            prop = U * jnp.cos(theta)[:, None] + nu * jnp.sin(theta)[:, None]
+            ok = active & (col_ll(prop) > log_y)
+            Un = jnp.where(ok[:, None], prop, Un)
+            rej = active & ~ok
+            below = theta < 0.0
+            lo = jnp.where(rej & below, theta, lo)
+            hi = jnp.where(rej & ~below, theta, hi)
+            u = jax.random.uniform(jax.random.fold_in(k_loop, i), (J,))
+            theta = jnp.where(rej, lo + u * (hi - lo), theta)
+            return i + 1, theta, lo, hi, rej, Un
+
+        start = (0, theta, theta - 2.0 * math.pi, theta, jnp.ones(J, dtype=bool), U)
+        U_new = lax.while_loop(cond, body, start)[5]
+        return {"beta": s * U_new.T}
+
+
+def one_column_weights(key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float):
+    """``beta ~ N(P^-1 rhs, P^-1)``, ``P = Phi^T diag(omega) Phi + tau I``: :func:`.gaussian_weights`
+    for one column, whose precision one product gives without the rows' outer products."""
+    L = Phi.shape[1]
+    P = Phi.T @ (omega[:, None] * Phi) + prior_precision * jnp.eye(L)
+    R = jnp.linalg.cholesky(P)
+    m = jax.scipy.linalg.solve_triangular(R, rhs, lower=True) + jax.random.normal(key, (L,))
+    return jax.scipy.linalg.solve_triangular(R.T, m, lower=False)
+
+
+def _row_totals(data: DeviceData):
+    """``(observed, counts, n_i, informative_i)``: rows with fewer than two observed categories or
+    no counts have likelihood 1 and carry nothing about the weights."""
+    obs, y = observed_counts(data.y)
+    n = jnp.sum(y, axis=1)
+    informative = (jnp.sum(obs, axis=1) >= 2) & (n > 0)
+    return obs, y, n, informative
+
+
+@dataclass(frozen=True)
+class MultinomialDevice(_DeviceBase):
+    """``y_i ~ Mult(n_i, softmax(psi_i))`` over row ``i``'s OBSERVED categories, ``n_i`` their
+    total, ``beta_J = 0`` the reference and ``beta_j ~ N(0, s^2 I)`` for ``j < J``. The start is
+    ``beta = 0`` and one sweep of the category updates, as the host's ``init_params``."""
+
+    def row_constants(self, dparams: dict, data: DeviceData) -> jax.Array:
+        obs, y, n, _ = _row_totals(data)
+        return lax.lgamma(n + 1.0) - jnp.sum(jnp.where(obs, lax.lgamma(y + 1.0), 0.0), axis=1)
+
+    def row_loglik(self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: dict, data: DeviceData):
+        obs, y = observed_counts(data.y[rows])
+        # Offsets are zero here (and a row's shift cancels in the softmax); added for the interface.
+        x = psi + data.offset[rows][:, None]
+        n = jnp.sum(y, axis=1)
+        m = jnp.max(jnp.where(obs, x, -jnp.inf), axis=1)
+        any_obs = jnp.isfinite(m)
+        m = jnp.where(any_obs, m, 0.0)
+        lse = m + jnp.log(jnp.sum(jnp.where(obs, jnp.exp(x - m[:, None]), 0.0), axis=1))
+        ll = const[rows] + jnp.sum(jnp.where(obs, y * x, 0.0), axis=1) - n * lse
+        # A row with nothing observed has likelihood 1 (its log-sum-exp is -inf).
+        return jnp.where(any_obs, ll, 0.0)
+
+    def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
+        """Categories ``j = 0 .. J-2`` in turn: ``omega_ij ~ PG(n_i, psi_ij - xi_ij)``, then
+        ``beta_j ~ N(V Phi^T (kappa_j + Omega_j xi_j), V)``, ``kappa_ij = y_ij - n_i / 2``,
+        ``xi_ij = log sum_{j' observed, j' != j} exp(psi_ij')`` at the categories' current values.
+
+        ``xi`` is never a difference (the host subtracts ``exp(psi_ij)`` from a running total and
+        recomputes where that would cancel): it is the log-sum-exp of the updated categories
+        before ``j`` (a running ``logaddexp``) and that of the not yet updated ones after ``j``
+        (a reverse cumulative log-sum-exp of the sweep's starting ``psi``), so it is exact to
+        float64 rounding for every row at ``O(N J)`` per sweep.
+        """
+        obs, y, n, informative = _row_totals(data)
+        beta = dparams["beta"]
+        J = beta.shape[1]
+        psi0 = jnp.where(obs, Phi @ beta, -jnp.inf)
+        tail = lax.cumlogsumexp(psi0, axis=1, reverse=True)
+        after = jnp.concatenate([tail[:, 1:], jnp.full((psi0.shape[0], 1), -jnp.inf)], axis=1)
+        tau = self.prior_scale**-2.0
+
+        def category(j, st):
+            beta, before = st
+            k_pg, k_w = jax.random.split(jax.random.fold_in(key, j))
+            obs_j = obs[:, j]
+            xi = jnp.logaddexp(before, after[:, j])
+            use = obs_j & informative
+            b = jnp.where(use, n, 0.0)
+            c = jnp.where(use, psi0[:, j] - xi, 0.0)
+            kappa = jnp.where(use, y[:, j] - 0.5 * n, 0.0)
+            omega = draw_pg(k_pg, b, c)
+            rhs = Phi.T @ (kappa + omega * jnp.where(use, xi, 0.0))
+            beta_j = one_column_weights(k_w, Phi, omega, rhs, tau)
+            before = jnp.logaddexp(before, jnp.where(obs_j, Phi @ beta_j, -jnp.inf))
+            return beta.at[:, j].set(beta_j), before
+
+        start = (beta, jnp.full(Phi.shape[0], -jnp.inf))
+        beta, _ = lax.fori_loop(0, J - 1, category, start)
+        return {"beta": beta}
+
+
+__all__ = ["MultinomialDevice", "PoissonDevice", "one_column_weights"]
