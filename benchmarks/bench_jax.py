@@ -32,7 +32,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import simulate  # noqa: E402
-
 from ibp_rflvm import IBPRFLVM, blocks, model  # noqa: E402
 from ibp_rflvm.targets import make_target  # noqa: E402
 
@@ -99,7 +98,8 @@ def main() -> None:
         n, j = (int(v) for v in size.lower().split("x"))
         t0 = time.perf_counter()
         Y = simulate(n, j)
-        print(f"\n== {n} x {j} NB counts ({np.mean(Y == 0):.0%} zeros; simulated in {time.perf_counter() - t0:.1f} s)")
+        made = time.perf_counter() - t0
+        print(f"\n== {n} x {j} NB counts ({np.mean(Y == 0):.0%} zeros; simulated in {made:.1f} s)")
         results = {}
         if not a.no_jax:
             results["jax"] = run(Y, "jax", a.sweeps, 1)
