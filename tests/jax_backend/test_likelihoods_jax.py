@@ -19,7 +19,8 @@ from scipy import special, stats  # noqa: E402
 
 from ibp_rflvm.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.jax_backend import jax  # noqa: E402
-from ibp_rflvm.jax_backend.likelihoods import DeviceData, for_likelihood  # noqa: E402
+from ibp_rflvm.jax_backend.likelihoods import DeviceData  # noqa: E402
+from ibp_rflvm.jax_backend.likelihoods_more import for_likelihood  # noqa: E402
 from ibp_rflvm.likelihoods import (  # noqa: E402
     BernoulliLikelihood,
     BinomialLikelihood,

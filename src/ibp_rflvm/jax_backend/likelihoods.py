@@ -1,6 +1,7 @@
 """The factorising likelihoods on the device: row log-likelihoods and the weights' Gibbs step.
 
-Each class mirrors one of :mod:`ibp_rflvm.likelihoods` and is chosen by :func:`for_likelihood`;
+Each class mirrors one of :mod:`ibp_rflvm.likelihoods` and is chosen by
+:func:`ibp_rflvm.jax_backend.likelihoods_more.for_likelihood`;
 the host likelihood stays the source of the model's settings, its checks of the data and its
 held-out densities. A device likelihood is a frozen dataclass (hashable, so compiled functions
 take it as a static argument) with pure functions of device arrays:
@@ -27,7 +28,7 @@ from .crt import crt_column_totals
 from .polya_gamma import draw_pg
 
 if TYPE_CHECKING:
-    from .likelihoods_more import MultinomialDevice, PoissonDevice
+    pass
 
 jnp = jax.numpy
 lax = jax.lax
@@ -209,26 +210,7 @@ class BinomialDevice(LogisticPGDevice):
         return lax.lgamma(n + 1.0) - lax.lgamma(y + 1.0) - lax.lgamma(n - y + 1.0)
 
 
-def for_likelihood(lik) -> LogisticPGDevice | PoissonDevice | MultinomialDevice:
-    """The device likelihood of the host likelihood `lik` (ValueError for one the JAX backend
-    does not run)."""
-    name = getattr(lik, "name", "")
-    if name in ("poisson", "multinomial"):
-        from .likelihoods_more import MultinomialDevice, PoissonDevice  # it imports this module
-
-        cls = PoissonDevice if name == "poisson" else MultinomialDevice
-        return cls(prior_scale=float(lik.prior_scale))
-    if name == "negbinom":
-        return NegBinomDevice(prior_scale=float(lik.prior_scale), e0=float(lik.e0), f0=float(lik.f0))
-    if name in ("binomial", "bernoulli"):
-        return BinomialDevice(prior_scale=float(lik.prior_scale))
-    raise ValueError(
-        "backend='jax' runs the negative binomial, Poisson, multinomial, binomial and Bernoulli "
-        f"likelihoods; {name or type(lik).__name__!r} runs on backend='numba'"
-    )
-
-
 __all__ = [
-    "BinomialDevice", "DeviceData", "LogisticPGDevice", "NegBinomDevice", "for_likelihood",
+    "BinomialDevice", "DeviceData", "LogisticPGDevice", "NegBinomDevice",
     "gaussian_weights", "upload_counts",
 ]  # fmt: skip

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jax
-from .likelihoods import DeviceData, gaussian_weights, observed_counts, upload_counts
+from .likelihoods import (
+    BinomialDevice,
+    DeviceData,
+    LogisticPGDevice,
+    NegBinomDevice,
+    gaussian_weights,
+    observed_counts,
+    upload_counts,
+)  # fmt: skip
 from .polya_gamma import draw_pg
 
 jnp = jax.numpy
@@ -208,4 +216,21 @@ class MultinomialDevice(_DeviceBase):
         return {"beta": beta}
 
 
-__all__ = ["MultinomialDevice", "PoissonDevice", "one_column_weights"]
+__all__ = ["MultinomialDevice", "PoissonDevice", "for_likelihood", "one_column_weights"]
+
+
+def for_likelihood(lik) -> LogisticPGDevice | PoissonDevice | MultinomialDevice:
+    """The device likelihood of the host likelihood `lik` (ValueError for one the JAX backend
+    does not run)."""
+    name = getattr(lik, "name", "")
+    if name in ("poisson", "multinomial"):
+        cls = PoissonDevice if name == "poisson" else MultinomialDevice
+        return cls(prior_scale=float(lik.prior_scale))
+    if name == "negbinom":
+        return NegBinomDevice(prior_scale=float(lik.prior_scale), e0=float(lik.e0), f0=float(lik.f0))
+    if name in ("binomial", "bernoulli"):
+        return BinomialDevice(prior_scale=float(lik.prior_scale))
+    raise ValueError(
+        "backend='jax' runs the negative binomial, Poisson, multinomial, binomial and Bernoulli "
+        f"likelihoods; {name or type(lik).__name__!r} runs on backend='numba'"
+    )

@@ -31,7 +31,7 @@ from ..targets.base import Work
 from ..targets.factorised import FactorisedTarget
 from ..targets.moves import ArrayMoves
 from . import jax, programs
-from .likelihoods import for_likelihood
+from .likelihoods_more import for_likelihood
 
 jnp = jax.numpy
 

@@ -31,7 +31,8 @@ def make_target(spec: ModelSpec, data: Data) -> Target:
     if spec.backend == "jax" and spec.use_likelihood:
         if spec.likelihood.collapsed:
             raise ValueError(
-                "backend='jax' runs the count likelihoods (negbinom, binomial, bernoulli); "
+                "backend='jax' runs the count likelihoods (negbinom, poisson, binomial, bernoulli, "
+                "multinomial); "
                 f"the {spec.likelihood.name} likelihood runs on backend='numba'"
             )
         from ..jax_backend.target import JaxFactorisedTarget
