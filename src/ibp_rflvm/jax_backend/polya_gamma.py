@@ -16,9 +16,9 @@ Where the numba code draws the exact sum for ``b >= 9`` because ``K`` Gamma draw
 than ``n`` ``PG(1, c)`` draws on a CPU, this port uses the series whenever ``K <= 256``: a loop
 pass costs the same for every entry, so its pass count (``max K + 3`` for the series, ``max n``
 for the sum) is what matters, and for the negative binomial's ``b = y + r`` with counts in the
-thousands the series is far shorter. Only entries needing ``K > 256`` (``|c|`` above about 400)
-take the exact sum, whose passes then grow with ``b``. Either way the law is exact or within the
-same bound.
+thousands the series is far shorter. Only entries needing ``K > 256`` (``|c|`` above about 110
+at ``b = 9``, 135 for large ``b``) take the exact sum, whose passes then grow with ``b``. Either
+way the law is exact or within the same bound.
 
 Vectorisation: every sampler is one ``lax.while_loop`` over the whole (flattened) array in which
 each entry advances its own rejection sampler by one step per pass (a proposal, then up to
@@ -217,8 +217,9 @@ def draw_pg(key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
 
     ``b >= 0``; ``b = 0`` gives exactly 0. Non-finite or negative ``b``, or non-finite ``c``,
     give NaN (no check can stop a compiled program). Exact for ``b < 9`` (and for ``b >= 9``
-    at ``|c|`` above about 400); for ``b >= 9`` within total variation ``1e-10`` of ``PG(b, c)``
-    (see the module docstring). Usable inside ``jax.jit``; one key in, split here.
+    at ``|c|`` above about 110-135); otherwise for ``b >= 9`` within total variation ``1e-10`` of
+    ``PG(b, c)`` (see the module docstring). Usable inside ``jax.jit``; one key in, split here;
+    the same key gives the same draws on the same device.
     """
     b = jnp.asarray(b, dtype=jnp.float64)
     c = jnp.broadcast_to(jnp.asarray(c, dtype=jnp.float64), b.shape)
