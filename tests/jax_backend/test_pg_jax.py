@@ -139,3 +139,30 @@ def test_zero_shape_is_exactly_zero_and_bad_input_is_nan():
     rest = np.ones(x.shape, dtype=bool)
     rest[0, :4] = rest[1, 0] = False
     assert np.all(np.isfinite(x[rest])) and np.all((x[rest] > 0.0) == (np.asarray(b)[rest] > 0.0))
+
+
+@pytest.mark.parametrize(("h", "c"), [(0.05, 0.0), (0.5, 3.0), (0.9, 1.0)])
+def test_fractional_shapes_have_the_exact_law(h, c):
+    # Chi-square of N_DRAWS draws of J*(h, c/2) = 4 PG(h, c) in 20 bins against the density
+    # integrated numerically (the numba suite's check): it sees an error in the shape of the law,
+    # e.g. of the fractional sampler's envelope or acceptance test, that moments need not.
+    from tests.likelihoods.test_pg_draws import _bin_probabilities
+
+    x = 4.0 * np.asarray(draw_pg(jax.random.key(13), jnp.full(N_DRAWS, h), c))
+    pilot = 4.0 * np.asarray(draw_pg(jax.random.key(14), jnp.full(N_DRAWS, h), c))
+    edges = np.quantile(pilot, np.linspace(0.0, 1.0, 21)[1:-1])
+    edges = np.concatenate([[0.0], edges, [min(15.0, 10.0 * edges[-1])]])
+    p = _bin_probabilities(h, 0.5 * c, edges)
+    counts = np.bincount(np.searchsorted(edges, x, side="right") - 1, minlength=p.size)[: p.size]
+    chi2 = float(np.sum((counts - N_DRAWS * p) ** 2 / (N_DRAWS * p)))
+    assert chi2 < stats.chi2.ppf(1.0 - 1e-4, p.size - 1), chi2
+
+
+def test_extremely_small_shapes():
+    # A dispersion floored near 0 gives such shapes at zero counts: finite, tiny draws
+    # (E PG(b, c) <= b / 4); below 1e-150 the fractional part is 0, as in the numba code.
+    b = np.tile([1e-300, 1e-25, 1e-19, 1e-15, 3.0 + 1e-13], N_DRAWS // 5)
+    x = np.asarray(draw_pg(jax.random.key(15), jnp.asarray(b), 1.0)).reshape(-1, 5)
+    assert np.all(np.isfinite(x)) and np.all(x >= 0.0)
+    assert np.all(x[:, 0] == 0.0)
+    assert np.all(x[:, 1:4].mean(axis=0) < 1e3 * b[1:4])

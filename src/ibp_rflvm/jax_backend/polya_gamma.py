@@ -33,7 +33,7 @@ import math
 
 import jax.numpy as jnp
 from jax import lax, random
-from jax.scipy.special import erfc, gammaln
+from jax.scipy.special import erfc, gammaln, ndtri
 
 from . import jax
 from . import pg_series as _series
@@ -51,6 +51,8 @@ _H_ZERO = 1e-150
 #: Series terms evaluated per pass. PG(1) decides within 4 terms except with probability about
 #: 1e-27; the fractional sampler's right proposals (x > 2) may need a few more, carried over.
 _TERMS = 6
+#: P(N < -1.25): the normal tail behind J*(1)'s Levy proposal (cut at t = 0.64, a = 0.64^-1/2).
+_TAIL_ONE = 0.5 * math.erfc(1.25 / math.sqrt(2.0))
 
 
 def _ig_cdf(t, z, h):
@@ -124,6 +126,8 @@ def _exact_sum(key, n_one, h, z, has_frac):
     hf = jnp.where(has_frac, h, 0.5)
     t_h, logk_h = _frac_setup(hf)
     p_frac = _frac_weight(hf, z, t_h, logk_h)
+    # P(N < -a), a = h / sqrt(t): the Levy proposal's normal tail for J*(h) (left piece).
+    tail_frac = 0.5 * erfc(hf / jnp.sqrt(2.0 * t_h))
     f0 = jnp.zeros_like(z)
     b0 = jnp.zeros(z.shape, dtype=bool)
 
@@ -134,25 +138,29 @@ def _exact_sum(key, n_one, h, z, has_frac):
         hc = jnp.where(one, 1.0, hf)
         tc = jnp.where(one, _T_ONE, t_h)
         pr = jnp.where(one, p_one, p_frac)
-        k_u, k_e, k_n = random.split(random.fold_in(key, it), 3)
-        u0, u1, u2 = random.uniform(k_u, (3, *z.shape), dtype=jnp.float64)
-        e1, e2 = random.exponential(k_e, (2, *z.shape), dtype=jnp.float64)
-        nrm = random.normal(k_n, z.shape, dtype=jnp.float64)
+        # Four uniforms a pass: the piece, the tilt or MSH flip, the series, and u3 for the
+        # proposal itself (by inversion: the right piece's exponential, the left piece's
+        # truncated or plain normal; an entry uses one of the three).
+        u0, u1, u2, u3 = random.uniform(
+            random.fold_in(key, it), (4, *z.shape), dtype=jnp.float64, minval=jnp.finfo(jnp.float64).tiny
+        )
 
         need = active & ~in_ser
         new_piece = need & ~has_piece
         right = jnp.where(new_piece, u0 < pr, right)
         has_piece = has_piece | new_piece
-        x_right = tc + e1 / rate
+        x_right = tc - jnp.log(u3) / rate
         # Left: IG(mean 1/zeta, shape 1) cut at tmax, one attempt (failures retry next pass).
         zeta = hc * z
         tmax = tc / (hc * hc)
         levy = zeta * tmax < 1.0
-        a = 1.0 / jnp.sqrt(tmax)
-        n_levy = jnp.where(a < 1.0, nrm, a + e1 / a)
-        ok_n = jnp.where(a < 1.0, jnp.abs(nrm) >= a, e1 * e1 <= 2.0 * a * a * e2)
+        # The Levy law cut at tmax is 1 / N^2 with |N| >= tmax^-1/2: N by inversion of the normal
+        # tail (mass tail = P(N < -a)), where the numba code rejects normals or uses Devroye's
+        # tail algorithm (the same law; no failures to retry).
+        n_levy = ndtri(u3 * jnp.where(one, _TAIL_ONE, tail_frac))
         y_levy = 1.0 / (n_levy * n_levy)
-        ok_levy = ok_n & ((zeta == 0.0) | (u1 <= jnp.exp(-0.5 * zeta * zeta * y_levy)))
+        ok_levy = (zeta == 0.0) | (u1 <= jnp.exp(-0.5 * zeta * zeta * y_levy))
+        nrm = ndtri(u3)
         mu = 1.0 / jnp.where(levy, 1.0, zeta)
         w = 0.5 * mu * nrm * nrm
         y1 = mu / (1.0 + w + jnp.sqrt(w * (w + 2.0)))
