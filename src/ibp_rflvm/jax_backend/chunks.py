@@ -2,10 +2,12 @@
 
 A vectorised rejection loop costs every entry of its array each pass, so an array where few
 entries need a sampler (the few large shapes or counts of a negative binomial) would pay for all
-of them. :func:`over_selected` moves the selected entries to the front (a stable sort of the
-flags, so the order and therefore the draws are a function of the inputs) and runs the sampler
-on chunks of ``max(4096, E / 16)`` entries, one chunk after another until the selected ones are
-covered. Shapes stay fixed; the number of chunks run is data-dependent, inside a while loop.
+of them. :func:`over_selected` moves the selected entries to the front, those with the most work
+first (a stable sort, so the order and therefore the draws are a function of the inputs), and
+runs the sampler on chunks of ``max(4096, E / 16)`` entries, one chunk after another until the
+selected ones are covered. A chunk's loop runs as many passes as its slowest entry needs, so
+entries of like work share a chunk and the chunks of light entries finish early. Shapes stay
+fixed; the number of chunks run is data-dependent, inside a while loop.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ def chunk_size(E: int) -> int:
 
 
 def over_selected(
-    fn: Callable[..., jax.Array], key: jax.Array, mask: jax.Array, *args: jax.Array
+    fn: Callable[..., jax.Array], key: jax.Array, mask: jax.Array, work: jax.Array, *args: jax.Array
 ) -> jax.Array:
     """``out[e] = fn(key_i, *[a[chunk] for a in args], live)[j]`` for selected entries, 0 elsewhere.
 
+    `work`: a float per entry that orders the selected entries, largest first (the passes it
+    needs, roughly: the number of ``PG(1)`` draws, of series terms, the count).
     Flat arrays of length ``E``. `fn` gets chunk ``i``'s key ``fold_in(key, i)``, its slices of
     `args` and a mask ``live`` of the slots holding selected entries; the other slots hold
     copies of ``args``' first entries or stand-ins and must be treated as inactive by `fn`.
@@ -38,7 +42,7 @@ def over_selected(
     size = chunk_size(E)
     rounds = -(-E // size)
     count = jnp.sum(mask)
-    order = jnp.argsort(~mask, stable=True).astype(jnp.int32)
+    order = jnp.argsort(jnp.where(mask, -work, jnp.inf), stable=True).astype(jnp.int32)
     order = jnp.concatenate([order, jnp.full(rounds * size - E, E, dtype=jnp.int32)])
     padded = [jnp.concatenate([a, a[:1]]) for a in args]
 

@@ -80,7 +80,7 @@ def _crt_flat(key, n, r):
 
     big = n > _DIRECT
     return tables + over_selected(lambda k, nn, rr, live: _jump_tables(k, nn, rr, live & (nn > _DIRECT)),
-                                  k_jump, big, n, r)
+                                  k_jump, big, n, n, r)
 
 
 @jax.jit

@@ -250,7 +250,7 @@ def draw_pg(key: jax.Array, b: jax.Array, c: jax.Array) -> jax.Array:
     def series_part(k, b, c, K, live):
         return _series.series_draw(k, b, c, jnp.where(live, K, 0.0))
 
-    x_sum = over_selected(exact_part, k_sum, exact & ((n > 0.0) | has_frac), n, h, z, has_frac)
-    x_series = over_selected(series_part, k_series, series, jnp.where(series, bf, 0.0), cf, K)
+    x_sum = over_selected(exact_part, k_sum, exact & ((n > 0.0) | has_frac), n, n, h, z, has_frac)
+    x_series = over_selected(series_part, k_series, series, K, jnp.where(series, bf, 0.0), cf, K)
     out = jnp.where(series, x_series, jnp.where(exact, x_sum, 0.0))
     return jnp.where(finite, out, jnp.nan).reshape(shape)
