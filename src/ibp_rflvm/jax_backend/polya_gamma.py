@@ -20,11 +20,15 @@ thousands the series is far shorter. Only entries needing ``K > 256`` (``|c|`` a
 at ``b = 9``, 135 for large ``b``) take the exact sum, whose passes then grow with ``b``. Either
 way the law is exact or within the same bound.
 
-Vectorisation: every sampler is one ``lax.while_loop`` over the whole (flattened) array in which
-each entry advances its own rejection sampler by one step per pass (a proposal, then up to
-:data:`_TERMS` terms of its alternating series; an undecided series carries over to the next
-pass) and the loop ends when every entry is done. A pass draws its random numbers from
-``fold_in(key, pass)``, so one key fixes every draw on a given device.
+Vectorisation: each regime is a ``lax.while_loop`` in which every entry advances its own
+rejection sampler by one step per pass (a proposal, then up to :data:`_TERMS` terms of its
+alternating series, an undecided series carrying over; for the series regime one
+Marsaglia-Tsang attempt at its next Gamma variable) until every entry is done. It runs over the
+entries of that regime only, largest work first, in chunks of fixed size
+(:func:`.chunks.over_selected`); the exact sum's last passes, once at most 1/32 of a chunk is
+still drawing, run on those entries alone. A pass draws its random numbers from
+``fold_in(key, pass)`` (keys split per regime, chunk and stage), so one key fixes every draw on a
+given device.
 """
 
 from __future__ import annotations
