@@ -20,16 +20,21 @@ thousands the series is far shorter. Only entries needing ``K > 256`` (``|c|`` a
 at ``b = 9``, 135 for large ``b``) take the exact sum, whose passes then grow with ``b``. Either
 way the law is exact or within the same bound.
 
-Vectorisation: every sampler is one ``lax.while_loop`` over the whole (flattened) array in which
-each entry advances its own rejection sampler by one step per pass (a proposal, then up to
-:data:`_TERMS` terms of its alternating series; an undecided series carries over to the next
-pass) and the loop ends when every entry is done. A pass draws its random numbers from
-``fold_in(key, pass)``, so one key fixes every draw on a given device.
+Vectorisation: each regime is a ``lax.while_loop`` in which every entry advances its own
+rejection sampler by one step per pass (a proposal, then up to :data:`_TERMS` terms of its
+alternating series, an undecided series carrying over; for the series regime one
+Marsaglia-Tsang attempt at its next Gamma variable) until every entry is done. It runs over the
+entries of that regime only, largest work first, in chunks of fixed size
+(:func:`.chunks.over_selected`); the exact sum's last passes, once at most 1/32 of a chunk is
+still drawing, run on those entries alone. A pass draws its random numbers from
+``fold_in(key, pass)`` (keys split per regime, chunk and stage), so one key fixes every draw on a
+given device.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax.numpy as jnp
 from jax import lax, random
@@ -121,102 +126,123 @@ def _exact_sum(key, n_one, h, z, has_frac):
     inverse-Gaussian routine is redrawn from the same piece (the piece is kept until a proposal
     exists), as in the numba loops.
     """
-    rate = _KAPPA + 0.5 * z * z
-    p_one = _one_weight(z)
     hf = jnp.where(has_frac, h, 0.5)
     t_h, logk_h = _frac_setup(hf)
-    p_frac = _frac_weight(hf, z, t_h, logk_h)
     # P(N < -a), a = h / sqrt(t): the Levy proposal's normal tail for J*(h) (left piece).
     tail_frac = 0.5 * erfc(hf / jnp.sqrt(2.0 * t_h))
+    p_frac = _frac_weight(hf, z, t_h, logk_h)
+    consts = (z, _KAPPA + 0.5 * z * z, _one_weight(z), hf, t_h, logk_h, p_frac, tail_frac)
     f0 = jnp.zeros_like(z)
     b0 = jnp.zeros(z.shape, dtype=bool)
+    st = (jnp.int32(0), n_one, has_frac, f0, b0, b0, b0, f0 + 1.0, f0, f0 + 1.0, f0 + 1.0, f0, f0 + 1.0)
+    # A pass costs every slot, and the last passes serve a few slow entries (a sum of up to 8
+    # draws, each rejected now and then): once at most 1/32 of the entries are live, they move
+    # into a buffer of that size and finish there.
+    size = z.shape[0]
+    few = max(1, size // 32)
+    k_all, k_few = random.split(key)
+    st = lax.while_loop(lambda st: jnp.sum(_live(st)) > few, partial(_exact_pass, k_all, consts), st)
+    slot = jnp.nonzero(_live(st), size=few, fill_value=size)[0]
+    used = slot < size
+    safe = jnp.minimum(slot, size - 1)
+    sub = [v[safe] for v in st[1:]]
+    sub[0] = jnp.where(used, sub[0], 0.0)
+    sub[1] = sub[1] & used
+    sub_consts = tuple(v[safe] for v in consts)
+    sub_st = lax.while_loop(
+        lambda st: jnp.any(_live(st)), partial(_exact_pass, k_few, sub_consts), (st[0], *sub)
+    )
+    return st[3].at[slot].set(sub_st[3], mode="drop")
 
-    def body(st):
-        it, n_rem, pend, acc, has_piece, right, in_ser, x, u, scale, s, idx, coef = st
-        one = n_rem > 0.5
-        active = one | pend
-        hc = jnp.where(one, 1.0, hf)
-        tc = jnp.where(one, _T_ONE, t_h)
-        pr = jnp.where(one, p_one, p_frac)
-        # Four uniforms a pass: the piece, the tilt or MSH flip, the series, and u3 for the
-        # proposal itself (by inversion: the right piece's exponential, the left piece's
-        # truncated or plain normal; an entry uses one of the three).
-        u0, u1, u2, u3 = random.uniform(
-            random.fold_in(key, it), (4, *z.shape), dtype=jnp.float64, minval=jnp.finfo(jnp.float64).tiny
-        )
 
-        need = active & ~in_ser
-        new_piece = need & ~has_piece
-        right = jnp.where(new_piece, u0 < pr, right)
-        has_piece = has_piece | new_piece
-        x_right = tc - jnp.log(u3) / rate
-        # Left: IG(mean 1/zeta, shape 1) cut at tmax, one attempt (failures retry next pass).
-        zeta = hc * z
-        tmax = tc / (hc * hc)
-        levy = zeta * tmax < 1.0
-        # The Levy law cut at tmax is 1 / N^2 with |N| >= tmax^-1/2: N by inversion of the normal
-        # tail (mass tail = P(N < -a)), where the numba code rejects normals or uses Devroye's
-        # tail algorithm (the same law; no failures to retry).
-        n_levy = ndtri(u3 * jnp.where(one, _TAIL_ONE, tail_frac))
-        y_levy = 1.0 / (n_levy * n_levy)
-        ok_levy = (zeta == 0.0) | (u1 <= jnp.exp(-0.5 * zeta * zeta * y_levy))
-        nrm = ndtri(u3)
-        mu = 1.0 / jnp.where(levy, 1.0, zeta)
-        w = 0.5 * mu * nrm * nrm
-        y1 = mu / (1.0 + w + jnp.sqrt(w * (w + 2.0)))
-        y_msh = jnp.where(u1 * (mu + y1) > mu, mu * mu / y1, y1)
-        y_left = jnp.where(levy, y_levy, y_msh)
-        ok_left = jnp.where(levy, ok_levy, y_msh <= tmax)
-        made = need & (right | ok_left)
-        xn = jnp.where(right, x_right, hc * hc * y_left)
-        x = jnp.where(made, xn, x)
-        u = jnp.where(made, u2, u)
-        # f / g on the right of the fractional envelope (the PG(1) and left envelopes have scale 1).
-        sc_frac = jnp.exp(
-            hc * math.log(2.0) + jnp.log(hc) - 0.5 * _LOG_2PI - 1.5 * jnp.log(x)
-            + _KAPPA * x - 0.5 * hc * hc / x - logk_h
-        )  # fmt: skip
-        scale = jnp.where(made, jnp.where(one | ~right, 1.0, sc_frac), scale)
-        s = jnp.where(made, 1.0, s)
-        idx = jnp.where(made, 0.0, idx)
-        coef = jnp.where(made, 1.0, coef)
-        in_ser = in_ser | made
+def _live(st):
+    """Entries of :func:`_exact_sum`'s machine with a draw still to make."""
+    return (st[1] > 0.5) | st[2]
 
-        # The alternating series: accept under an odd partial sum, reject above an even one,
-        # each only once it brackets the density (always for J*(1), which decreases from n = 0).
-        always = one & right
-        rr = jnp.where(always, 0.5 * _PI * _PI * x, 2.0 / x)
-        und = in_ser
-        rej = und & (idx == 0.0) & (always | (x <= (2.0 + hc) * (3.0 + hc))) & (u > scale)
-        und = und & ~rej
 
-        def term_step(_, ts):
-            und, acc_x, rej, s, idx, coef = ts
-            nn = idx + 1.0
-            coef = jnp.where(und, coef * (nn - 1.0 + hc) / nn, coef)
-            term = coef * (2.0 * nn + hc) / hc * jnp.exp(-nn * (nn + hc) * rr)
-            odd = jnp.mod(nn, 2.0) == 1.0
-            s = jnp.where(und, jnp.where(odd, s - term, s + term), s)
-            valid = always | (x <= (2.0 * nn + 2.0 + hc) * (2.0 * nn + 3.0 + hc))
-            under = u <= scale * s
-            # Underflowed terms: the partial sum is the ratio to the last bit.
-            yes = und & ((valid & odd & under) | ((term == 0.0) & under))
-            no = und & ~yes & ((valid & ~odd & ~under) | (term == 0.0))
-            idx = jnp.where(und, nn, idx)
-            return und & ~yes & ~no, acc_x | yes, rej | no, s, idx, coef
+def _exact_pass(key, consts, st):
+    """One pass of :func:`_exact_sum`'s machine: every live entry makes one step."""
+    z, rate, p_one, hf, t_h, logk_h, p_frac, tail_frac = consts
+    b0 = jnp.zeros(z.shape, dtype=bool)
+    it, n_rem, pend, acc, has_piece, right, in_ser, x, u, scale, s, idx, coef = st
+    one = n_rem > 0.5
+    active = one | pend
+    hc = jnp.where(one, 1.0, hf)
+    tc = jnp.where(one, _T_ONE, t_h)
+    pr = jnp.where(one, p_one, p_frac)
+    # Four uniforms a pass: the piece, the tilt or MSH flip, the series, and u3 for the
+    # proposal itself (by inversion: the right piece's exponential, the left piece's
+    # truncated or plain normal; an entry uses one of the three).
+    u0, u1, u2, u3 = random.uniform(
+        random.fold_in(key, it), (4, *z.shape), dtype=jnp.float64, minval=jnp.finfo(jnp.float64).tiny
+    )
 
-        _, acc_x, rej, s, idx, coef = lax.fori_loop(0, _TERMS, term_step, (und, b0, rej, s, idx, coef))
-        acc = jnp.where(acc_x, acc + x, acc)
-        n_rem = jnp.where(acc_x & one, n_rem - 1.0, n_rem)
-        pend = pend & ~(acc_x & ~one)
-        done = acc_x | rej
-        return (it + 1, n_rem, pend, acc, has_piece & ~done, right, in_ser & ~done, x, u, scale, s, idx, coef)
+    need = active & ~in_ser
+    new_piece = need & ~has_piece
+    right = jnp.where(new_piece, u0 < pr, right)
+    has_piece = has_piece | new_piece
+    x_right = tc - jnp.log(u3) / rate
+    # Left: IG(mean 1/zeta, shape 1) cut at tmax, one attempt (failures retry next pass).
+    zeta = hc * z
+    tmax = tc / (hc * hc)
+    levy = zeta * tmax < 1.0
+    # The Levy law cut at tmax is 1 / N^2 with |N| >= tmax^-1/2: N by inversion of the normal
+    # tail (mass tail = P(N < -a)), where the numba code rejects normals or uses Devroye's
+    # tail algorithm (the same law; no failures to retry).
+    n_levy = ndtri(u3 * jnp.where(one, _TAIL_ONE, tail_frac))
+    y_levy = 1.0 / (n_levy * n_levy)
+    ok_levy = (zeta == 0.0) | (u1 <= jnp.exp(-0.5 * zeta * zeta * y_levy))
+    nrm = ndtri(u3)
+    mu = 1.0 / jnp.where(levy, 1.0, zeta)
+    w = 0.5 * mu * nrm * nrm
+    y1 = mu / (1.0 + w + jnp.sqrt(w * (w + 2.0)))
+    y_msh = jnp.where(u1 * (mu + y1) > mu, mu * mu / y1, y1)
+    y_left = jnp.where(levy, y_levy, y_msh)
+    ok_left = jnp.where(levy, ok_levy, y_msh <= tmax)
+    made = need & (right | ok_left)
+    xn = jnp.where(right, x_right, hc * hc * y_left)
+    x = jnp.where(made, xn, x)
+    u = jnp.where(made, u2, u)
+    # f / g on the right of the fractional envelope (the PG(1) and left envelopes have scale 1).
+    sc_frac = jnp.exp(
+        hc * math.log(2.0) + jnp.log(hc) - 0.5 * _LOG_2PI - 1.5 * jnp.log(x)
+        + _KAPPA * x - 0.5 * hc * hc / x - logk_h
+    )  # fmt: skip
+    scale = jnp.where(made, jnp.where(one | ~right, 1.0, sc_frac), scale)
+    s = jnp.where(made, 1.0, s)
+    idx = jnp.where(made, 0.0, idx)
+    coef = jnp.where(made, 1.0, coef)
+    in_ser = in_ser | made
 
-    def cond(st):
-        return jnp.any((st[1] > 0.5) | st[2])
+    # The alternating series: accept under an odd partial sum, reject above an even one,
+    # each only once it brackets the density (always for J*(1), which decreases from n = 0).
+    always = one & right
+    rr = jnp.where(always, 0.5 * _PI * _PI * x, 2.0 / x)
+    und = in_ser
+    rej = und & (idx == 0.0) & (always | (x <= (2.0 + hc) * (3.0 + hc))) & (u > scale)
+    und = und & ~rej
 
-    init = (jnp.int32(0), n_one, has_frac, f0, b0, b0, b0, f0 + 1.0, f0, f0 + 1.0, f0 + 1.0, f0, f0 + 1.0)
-    return lax.while_loop(cond, body, init)[3]
+    def term_step(_, ts):
+        und, acc_x, rej, s, idx, coef = ts
+        nn = idx + 1.0
+        coef = jnp.where(und, coef * (nn - 1.0 + hc) / nn, coef)
+        term = coef * (2.0 * nn + hc) / hc * jnp.exp(-nn * (nn + hc) * rr)
+        odd = jnp.mod(nn, 2.0) == 1.0
+        s = jnp.where(und, jnp.where(odd, s - term, s + term), s)
+        valid = always | (x <= (2.0 * nn + 2.0 + hc) * (2.0 * nn + 3.0 + hc))
+        under = u <= scale * s
+        # Underflowed terms: the partial sum is the ratio to the last bit.
+        yes = und & ((valid & odd & under) | ((term == 0.0) & under))
+        no = und & ~yes & ((valid & ~odd & ~under) | (term == 0.0))
+        idx = jnp.where(und, nn, idx)
+        return und & ~yes & ~no, acc_x | yes, rej | no, s, idx, coef
+
+    _, acc_x, rej, s, idx, coef = lax.fori_loop(0, _TERMS, term_step, (und, b0, rej, s, idx, coef))
+    acc = jnp.where(acc_x, acc + x, acc)
+    n_rem = jnp.where(acc_x & one, n_rem - 1.0, n_rem)
+    pend = pend & ~(acc_x & ~one)
+    done = acc_x | rej
+    return (it + 1, n_rem, pend, acc, has_piece & ~done, right, in_ser & ~done, x, u, scale, s, idx, coef)
 
 
 @jax.jit
