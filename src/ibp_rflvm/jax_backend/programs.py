@@ -23,16 +23,21 @@ _STATIC = ("dlik", "bias", "M")
 
 
 def bucket(n: int, n_rows: int) -> int:
-    """The padded size of a subset of `n` rows out of `n_rows`: 1, then powers of 4 from 64,
-    then all rows, so that the moves' varying row subsets compile a handful of programs."""
+    """The padded size of a subset of `n` rows out of `n_rows`: 1, then powers of 8 from 64,
+    then all rows, so that the moves' varying row subsets need a handful of programs."""
     if n >= n_rows:
         return n_rows
     if n <= 1:
         return 1
     size = 64
     while size < n:
-        size *= 4
+        size *= 8
     return min(size, n_rows)
+
+
+def bucket_sizes(n_rows: int) -> list[int]:
+    """Every size :func:`bucket` gives for `n_rows` rows."""
+    return sorted({bucket(n, n_rows) for n in [1, n_rows] + [8**k for k in range(2, 12)]})
 
 
 def features(H: jax.Array, W: jax.Array, bias: bool, M: int) -> jax.Array:

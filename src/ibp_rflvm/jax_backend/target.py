@@ -36,6 +36,10 @@ from .likelihoods_more import for_likelihood
 jnp = jax.numpy
 
 
+#: The shapes whose row-subset programs this process has compiled (:meth:`JaxFactorisedTarget._warm_up`).
+_WARMED: set = set()
+
+
 def key_from(rng: np.random.Generator) -> np.ndarray:
     """A JAX key (the raw two-word form, which crosses to the device with no dispatch of its
     own) drawn from the chain's Generator."""
@@ -58,7 +62,7 @@ class JaxFactorisedTarget:
         self.bias = bool(spec.bias)
         self.M = int(spec.n_frequencies)
         # One column more than the cap: the Gibbs pass scores a new dimension beside the others.
-        self.width = _round_up(max(spec.max_dims or 0, spec.n_dims, 1) + 1)
+        self.width = _round_up(max(spec.max_dims or 0, spec.n_dims, 8) + 1)
         self.widenings = 0
         self.n_rows = int(data.Y.shape[0])
 
@@ -90,7 +94,25 @@ class JaxFactorisedTarget:
         return None, self.dlik.host_params(dparams), float(np.sum(np.asarray(ll), dtype=np.float64))
 
     def view(self, w: Work, params: dict) -> JaxView:
-        return JaxView(self, w, params)
+        view = JaxView(self, w, params)
+        shapes = (self.n_rows, self.width, view.beta.shape, self.data.y.dtype, self.M, self.bias, self.dlik)
+        if shapes not in _WARMED:
+            self._warm_up(view)
+            _WARMED.add(shapes)
+        return view
+
+    def _warm_up(self, view: JaxView) -> None:
+        """Run the row-subset programs once at every padded size, so that none compiles in a
+        later sweep when a move first meets a subset of that size."""
+        width = self.width
+        for size in programs.bucket_sizes(self.n_rows):
+            rows = np.zeros(size, dtype=np.int64)
+            prop = programs.rows_loglik(
+                np.zeros((size, width)), np.zeros((self.M, width)), view.beta, rows, view.const,
+                view.dparams, self.data, **self.static,
+            )  # fmt: skip
+            spare = tuple(jnp.copy(a) for a in view.state)
+            programs.commit_rows(spare, prop, np.full(size, self.n_rows), rows)
 
     def x_view(self, w: Work, params: dict, view) -> JaxView:
         return view if view is not None else self.view(w, params)
