@@ -11,10 +11,15 @@ Every chain sees the same training matrix (20% of the observed entries held out 
 median, max), its effective dimensions (median), the mean training log-likelihood over the
 second half, its held-out LPD per entry and its wall time; across chains, the split R-hat of
 ``K+`` and of the training log-likelihood over the second half, and the posterior of ``K+``
-pooled over chains. `--out` writes everything as JSON. Chains run in parallel processes.
+pooled over chains. `--out` writes everything as JSON. Chains run in parallel processes;
+with `--backend jax` (the count likelihoods' N x J work in JAX, issue 43) they run one after
+another in this process, which holds the device.
 
-A one-off study (``studies/``, not maintained): its result and command are in
-docs/record/sampler.md.
+`dataset` is a catalogue name or ``sim-nb:NxJ`` (e.g. ``sim-nb:400x200``): NB counts from an
+RFLVM with a 3-dimensional latent (:func:`simulate_nb`, seed 0).
+
+A one-off study (``studies/``, not maintained): its results and commands are in
+docs/record/sampler.md and (`--backend`) docs/record/jax_backend.md.
 Its `--frequency-update` and `--start-density` options went with the ModelSpec options they
 set (measured, not adopted); the runs that used them need commit 70e3788 or earlier.
 """
@@ -31,6 +36,7 @@ from joblib import Parallel, delayed
 
 from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.datasets import load
+from ibp_rflvm.features import feature_map
 from ibp_rflvm.predictive import heldout_shares
 
 THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
@@ -58,12 +64,13 @@ def _chain(
     Y_train, Y_test, likelihood, init_dims, seed, n_iter, sampler, alpha_prior, replicas=(1, 5.0),
     transfer_min_cos=0.3, flip_scale=0.2,
     absorb_min_cos=0.3, max_dims=None, ibp_beta=1.0, ibp_beta_prior=(1.0, 1.0), ibp_beta_warmup=0,
+    backend="numba",
 ):
     t0 = time.perf_counter()
     est = _Estimator(
         likelihood=likelihood, n_iter=n_iter, init_dims=init_dims, random_state=seed, sampler=sampler,
         alpha_prior=alpha_prior, n_replicas=replicas[0], replica_top=replicas[1], max_dims=max_dims,
-        ibp_beta=ibp_beta, ibp_beta_prior=ibp_beta_prior,
+        ibp_beta=ibp_beta, ibp_beta_prior=ibp_beta_prior, backend=backend,
     )
     est.transfer_min_cos = transfer_min_cos
     est.flip_scale = flip_scale
@@ -75,6 +82,7 @@ def _chain(
         "init_dims": init_dims,
         "seed": seed,
         "seconds": seconds,
+        "backend": backend,
         "k_plus": est.n_active_.tolist(),
         "loglik": est.log_likelihood_.tolist(),
         "alpha": est.alpha_.tolist(),
@@ -110,6 +118,30 @@ def _pointwise_lpd(est, Y_test) -> np.ndarray:
 
     logp = est.pointwise_log_predictive(Y_test)
     return logsumexp(logp, axis=0) - np.log(logp.shape[0])
+
+
+def simulate_nb(n: int, j: int, seed: int = 0, k: int = 3, m: int = 30) -> np.ndarray:
+    """NB counts from a dense RFLVM with a `k`-dimensional latent: ``psi = Phi(H, W) beta`` with
+    ``H``, ``W`` standard normal, ``beta`` standard normal (sd of ``psi`` about 1.4), intercept 0,
+    dispersions ``r_j ~ Gamma(10, 0.5)`` (about 5). Stronger than benchmarks/bench_scale.py's
+    sparse simulator (about 90% zeros), in which 400 x 200 chains find no dimension at all."""
+    rng = np.random.default_rng(seed)
+    H = rng.standard_normal((n, k))
+    Phi = feature_map(H, rng.standard_normal((m, k)), bias=True)
+    beta = rng.standard_normal((2 * m + 1, j))
+    beta[-1] = 0.0
+    r = rng.gamma(10.0, 0.5, size=j)
+    lam = rng.gamma(r, np.exp(Phi @ beta) / r)  # mean exp(psi), NB dispersion r_j
+    return rng.poisson(lam).astype(np.float64)
+
+
+def _load(name: str) -> tuple[np.ndarray, str]:
+    """``(data, kind)`` of a catalogue data set or of ``sim-nb:NxJ`` (:func:`simulate_nb`, seed 0)."""
+    if name.startswith("sim-nb:"):
+        n, j = (int(v) for v in name.split(":", 1)[1].lower().split("x"))
+        return simulate_nb(n, j, seed=0, k=3), "counts"
+    ds = load(name)
+    return ds.data, ds.kind
 
 
 def rhat(chains: np.ndarray) -> float:
@@ -152,23 +184,26 @@ def main(argv=None) -> dict:
         "--ibp-beta-warmup", type=int, default=0, help="sweeps with a learned beta held at 1 (slice step on)"
     )
     p.add_argument("--seed-offset", type=int, default=0, help="added to every chain's seed")
-    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--backend", choices=["numba", "jax"], default="numba", help="the estimator's backend")
+    p.add_argument("--n-jobs", type=int, default=2, help="processes for the chains (1 with --backend jax)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    ds = load(args.dataset)
-    lik = args.likelihood or ("gaussian" if ds.kind == "real" else "negbinom")
-    Y_train, Y_test = holdout_mask(ds.data, fraction=0.2, random_state=args.mask_seed)
+    data, kind = _load(args.dataset)
+    lik = args.likelihood or ("gaussian" if kind == "real" else "negbinom")
+    Y_train, Y_test = holdout_mask(data, fraction=0.2, random_state=args.mask_seed)
     jobs = [
         (s, 1000 * s + c + args.seed_offset) for s in args.starts for c in range(args.chains_per_start)
     ]
     alpha_prior = tuple(args.alpha_prior) if args.alpha_prior else (1.0, 1.0)
     t0 = time.perf_counter()
-    chains = Parallel(n_jobs=args.n_jobs)(
+    # JAX holds the device in one process: its chains run one after another there.
+    n_jobs = 1 if args.backend == "jax" else args.n_jobs
+    chains = Parallel(n_jobs=n_jobs)(
         delayed(_chain)(
             Y_train, Y_test, lik, s, seed, args.n_iter, args.sampler, alpha_prior,
             (args.replicas, args.replica_top), args.transfer_min_cos, args.flip_scale,
             args.absorb_min_cos, args.max_dims, args.ibp_beta,
-            tuple(args.ibp_beta_prior), args.ibp_beta_warmup,
+            tuple(args.ibp_beta_prior), args.ibp_beta_warmup, args.backend,
         )
         for s, seed in jobs
     )
@@ -181,6 +216,8 @@ def main(argv=None) -> dict:
         "dataset": args.dataset,
         "likelihood": lik,
         "sampler": args.sampler,
+        "backend": args.backend,
+        "mask_seed": args.mask_seed,
         "alpha_prior": alpha_prior,
         "replicas": [args.replicas, args.replica_top],
         "transfer_min_cos": args.transfer_min_cos,
@@ -200,7 +237,10 @@ def main(argv=None) -> dict:
         },
         "chains": chains,
     }
-    print(f"{args.dataset} ({lik}, sampler={args.sampler}, {args.n_iter} sweeps, wall {wall:.0f} s)")
+    print(
+        f"{args.dataset} ({lik}, backend={args.backend}, sampler={args.sampler}, {args.n_iter} sweeps,"
+        f" wall {wall:.0f} s)"
+    )
     print(f"R-hat K+ {report['rhat_k_plus']:.3f}, R-hat loglik {report['rhat_loglik']:.3f}")
     print("start seed  K+ (min/med/max)  eff.dims  beta (median)  loglik  LPD/entry  s")
     for c in chains:
