@@ -67,7 +67,20 @@ def run(Y: np.ndarray, backend: str, n_sweeps: int, threads: int, seed: int = 0)
         out["compiled_after_last"] = programs.compiled_count()
         out["widenings"] = target.widenings
         out.update(_device_memory(Y.size))
+        out["same_seed_same_chain"] = _same_twice(kernel, seed)
     return out
+
+
+def _same_twice(kernel, seed: int) -> bool:
+    """Two sweeps from the same seed, twice: the same X, Z, W and weights, bit for bit."""
+    finals = []
+    for _ in range(2):
+        rng = np.random.default_rng(seed + 1)
+        state = kernel.init(rng)
+        for _ in range(2):
+            state, _ = kernel.step(rng, state)
+        finals.append((state.X, state.Z, state.W, state.params["beta"]))
+    return all(np.array_equal(a, b) for a, b in zip(*finals, strict=True))
 
 
 def _device_memory(entries: int) -> dict:

@@ -12,6 +12,14 @@ a float64 sum. Importing this package switches that setting on for the process.
 
 from __future__ import annotations
 
+import os
+
+# Same seed, same chain on a GPU too: XLA's scatters and some reductions there use atomics whose
+# order varies between runs unless it is asked for deterministic kernels. Read when JAX first
+# starts its backend, so it must be set before any array is made (the CPU ignores it).
+if "xla_gpu_deterministic_ops" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_gpu_deterministic_ops=true").strip()
+
 try:
     import jax
 except ImportError as err:  # pragma: no cover - depends on the environment
