@@ -108,7 +108,7 @@ def _fit(args: argparse.Namespace) -> int:
         "likelihood": args.likelihood, "n_frequencies": args.n_frequencies, "n_iter": args.n_iter,
         "burn_in": args.burn_in, "random_state": args.seed, "n_chains": args.n_chains,
         "verbose": not args.quiet, "sampler": args.sampler, "n_threads": args.threads,
-        "likelihood_params": params or None, "n_jobs": args.n_jobs,
+        "likelihood_params": params or None, "n_jobs": args.n_jobs, "backend": args.backend,
     }  # fmt: skip
     if args.checkpoint:
         common["checkpoint_path"] = str(out.path / cf.CHECKPOINT_NAME)
@@ -313,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--threads", type=int, default=None,
         help="threads per chain (n_threads; default: the CPUs shared among the chains); same result",
+    )  # fmt: skip
+    fit.add_argument(
+        "--backend", choices=["numba", "jax"], default="numba",
+        help="where the count likelihoods' sweep runs: numba (CPU, default) or jax (a GPU; the jax extra)",
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same chains")
     fit.add_argument("--key", default=None, help="array name inside a .npz file")

@@ -86,3 +86,21 @@ def test_bad_choices_are_named(kw, match):
     Y = _counts(5)
     with pytest.raises(ValueError, match=match):
         _fit(Y, **kw)
+
+
+def test_the_command_line_fits_on_jax(tmp_path):
+    import json
+    import zipfile
+
+    from ibp_rflvm.cli import main
+
+    path = tmp_path / "counts.csv"
+    np.savetxt(path, np.nan_to_num(_counts(6)), delimiter=",", fmt="%d")
+    out = tmp_path / "o"
+    args = ["fit", str(path), "--likelihood", "negbinom", "--backend", "jax", "--n-iter", "4",
+            "--n-frequencies", "8", "--max-dims", "8", "--quiet", "--checkpoint",
+            "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    with zipfile.ZipFile(out / "checkpoint.zip") as zf:
+        meta = json.loads(zf.read("meta.json"))
+    assert meta["tree"]["settings"]["backend"] == "jax"
