@@ -36,29 +36,28 @@ def shapes(n: int, j: int) -> dict:
     return {
         "n": n, "data": data, "dparams": dparams, "H": s(n, WIDTH), "W": s(M, WIDTH), "Phi": s(n, L),
         "psi": s(n, j), "ll": s(n), "const": s(n), "key": s(2, dtype=jnp.uint32), "beta": s(L, j),
-        "z": s(n, dtype=jnp.int8), "W_prop": s(M, WIDTH), "log_u": s(M),
+        "W_prop": s(M, WIDTH), "log_u": s(M), "step": s(n), "w_col": s(M), "P": s(n, M),
     }  # fmt: skip
 
 
 def analyse(n: int, j: int) -> list[tuple[str, float]]:
     a = shapes(n, j)
+    state = (a["ll"], a["Phi"], a["psi"], a["P"])
     static = {"dlik": NegBinomDevice(), "bias": True, "M": M}
     calls = {
         "feature_state": (programs.feature_state, (a["H"], a["W"], a["dparams"], a["data"])),
-        "column_deltas": (
-            programs.column_deltas,
-            (a["H"], a["W"], a["beta"], a["const"], a["ll"], a["z"], a["dparams"], a["data"]),
+        "column_change": (
+            programs.column_change,
+            (a["step"], a["w_col"], a["P"], a["beta"], a["const"], a["ll"], a["dparams"], a["data"]),
         ),
         "ess_x": (
             programs.ess_x,
-            (a["key"], a["H"], a["H"], a["W"], a["beta"], a["const"], a["ll"], a["Phi"], a["psi"],
-             a["dparams"], a["data"]),
-        ),  # fmt: skip
+            (a["key"], a["H"], a["H"], a["W"], a["beta"], a["const"], state, a["dparams"], a["data"]),
+        ),
         "mh_frequencies": (
             programs.mh_frequencies,
-            (a["W_prop"], a["log_u"], a["H"], a["W"], a["beta"], a["const"], a["ll"], a["Phi"], a["psi"],
-             a["dparams"], a["data"]),
-        ),  # fmt: skip
+            (a["W_prop"], a["log_u"], a["H"], a["W"], a["beta"], a["const"], state, a["dparams"], a["data"]),
+        ),
         "update_params": (programs.update_params, (a["key"], a["Phi"], a["dparams"], a["data"])),
     }
     out = []

@@ -72,37 +72,57 @@ def observed_counts(y: jax.Array) -> tuple[jax.Array, jax.Array]:
     return obs, jnp.where(obs, y, 0.0).astype(jnp.float64)
 
 
-def gaussian_weights(
-    key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float
-) -> jax.Array:
-    """Every column ``beta_j ~ N(P_j^-1 rhs_j, P_j^-1)``, ``P_j = Phi^T diag(omega_j) Phi + tau I``.
-
-    The ``J`` precisions are one product of ``omega^T`` with the rows' outer products ``phi_i
-    phi_i^T``, accumulated over blocks of rows so that no ``N x L^2`` array is ever held; then one
-    batched Cholesky and two batched triangular solves: ``u = R^-T (R^-1 rhs + eps)`` with
-    ``P = R R^T`` has mean ``P^-1 rhs`` and covariance ``P^-1``.
-    """
-    N, L = Phi.shape
-    J = omega.shape[1]
+def by_row_blocks(*arrays: jax.Array, fill=0.0) -> tuple[int, list[jax.Array]]:
+    """Each array (first axis the rows) padded to whole blocks of :data:`_OUTER_ROWS` rows and cut
+    into them, ``(n_blocks, rows, ...)``, for a ``lax.scan`` over the blocks; padded rows hold
+    `fill` (NaN counts are unobserved entries, which add nothing anywhere)."""
+    N = arrays[0].shape[0]
     rows = min(_OUTER_ROWS, N)
     n_blocks = -(-N // rows)
     pad = n_blocks * rows - N
-    # Padded rows have omega = 0: they add nothing to any precision.
-    Phi_b = jnp.pad(Phi, ((0, pad), (0, 0))).reshape(n_blocks, rows, L)
-    om_b = jnp.pad(omega, ((0, pad), (0, 0))).reshape(n_blocks, rows, J)
+    out = []
+    for a in arrays:
+        value = fill if jnp.issubdtype(a.dtype, jnp.floating) else 0
+        padded = jnp.pad(a, ((0, pad),) + ((0, 0),) * (a.ndim - 1), constant_values=value)
+        out.append(padded.reshape((n_blocks, rows) + a.shape[1:]))
+    return n_blocks, out
 
-    def add_block(P, blk):
-        ph, om = blk
-        outer = (ph[:, :, None] * ph[:, None, :]).reshape(rows, L * L)
-        return P + (om.T @ outer).reshape(J, L, L), None
 
-    P, _ = lax.scan(add_block, jnp.zeros((J, L, L)), (Phi_b, om_b))
-    P = P + prior_precision * jnp.eye(L)
+def add_precisions(P: jax.Array, Phi_block: jax.Array, omega_block: jax.Array) -> jax.Array:
+    """``P_j += Phi^T diag(omega_j) Phi`` for every column ``j`` of one block of rows: one product
+    of ``omega^T`` with the rows' outer products ``phi_i phi_i^T``."""
+    rows, L = Phi_block.shape
+    outer = (Phi_block[:, :, None] * Phi_block[:, None, :]).reshape(rows, L * L)
+    return P + (omega_block.T @ outer).reshape(P.shape)
+
+
+def gaussian_draw(key, P: jax.Array, rhs: jax.Array) -> jax.Array:
+    """Every column ``beta_j ~ N(P_j^-1 rhs_j, P_j^-1)`` (`P` is ``J x L x L``, `rhs` ``L x J``):
+    one batched Cholesky ``P = R R^T`` and two batched triangular solves,
+    ``u = R^-T (R^-1 rhs + eps)``, whose mean is ``P^-1 rhs`` and covariance ``P^-1``."""
+    J, L, _ = P.shape
     R = jnp.linalg.cholesky(P)
     eps = jax.random.normal(key, (J, L, 1))
     m = jax.scipy.linalg.solve_triangular(R, rhs.T[:, :, None], lower=True) + eps
     u = jax.scipy.linalg.solve_triangular(jnp.swapaxes(R, 1, 2), m, lower=False)
     return u[:, :, 0].T
+
+
+def gaussian_weights(
+    key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float
+) -> jax.Array:
+    """Every column ``beta_j ~ N(P_j^-1 rhs_j, P_j^-1)``, ``P_j = Phi^T diag(omega_j) Phi + tau I``,
+    the precisions accumulated over blocks of rows so that no ``N x L^2`` array is ever held."""
+    L = Phi.shape[1]
+    J = omega.shape[1]
+    # Padded rows have omega = 0: they add nothing to any precision.
+    _, (Phi_b, om_b) = by_row_blocks(Phi, omega)
+
+    def add_block(P, blk):
+        return add_precisions(P, *blk), None
+
+    P, _ = lax.scan(add_block, jnp.zeros((J, L, L)), (Phi_b, om_b))
+    return gaussian_draw(key, P + prior_precision * jnp.eye(L), rhs)
 
 
 def softplus(x: jax.Array) -> jax.Array:
@@ -118,7 +138,8 @@ class LogisticPGDevice:
     prior_scale: float = 1.0
 
     # the shape b and log c(y), per entry (subclasses) ---------------------------------------
-    def _b(self, y: jax.Array, obs: jax.Array, params: dict, data: DeviceData, rows=None) -> jax.Array:
+    def _b(self, y: jax.Array, obs: jax.Array, params: dict, trials: jax.Array | None) -> jax.Array:
+        """The shape ``b`` of each entry (`trials`: the same rows' numbers of trials, or None)."""
         raise NotImplementedError
 
     def _log_c(self, y: jax.Array, obs: jax.Array, params: dict, data: DeviceData) -> jax.Array:
@@ -146,19 +167,39 @@ class LogisticPGDevice:
     def row_loglik(self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: dict, data: DeviceData):
         obs, y = observed_counts(data.y[rows])
         x = psi + data.offset[rows][:, None]
-        b = self._b(y, obs, dparams, data, rows)
+        b = self._b(y, obs, dparams, None if data.trials is None else data.trials[rows])
         terms = jnp.where(obs, y * x - b * softplus(x), 0.0)
         return const[rows] + jnp.sum(terms, axis=1)
 
     def draw_beta(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> jax.Array:
-        """``omega ~ PG(b, x)``, then ``beta_j ~ N(V Phi^T (kappa_j - Omega_j o), V)``."""
+        """``omega ~ PG(b, x)``, then ``beta_j ~ N(V Phi^T (kappa_j - Omega_j o), V)``.
+
+        By blocks of rows: each block's ``omega`` is drawn (from the key folded with the block's
+        number) and added to the precisions and ``Phi^T kappa`` at once, so the Polya-gamma
+        draws never hold more than one block: the update's memory does not grow with ``N x J``
+        beyond the data and ``Phi``.
+        """
         k_pg, k_w = jax.random.split(key)
-        obs, y = observed_counts(data.y)
-        x = Phi @ dparams["beta"] + data.offset[:, None]
-        b = jnp.where(obs, self._b(y, obs, dparams, data), 0.0)
-        omega = draw_pg(k_pg, b, x)
-        kappa = jnp.where(obs, y - 0.5 * b, 0.0) - omega * data.offset[:, None]
-        return gaussian_weights(k_w, Phi, omega, Phi.T @ kappa, self.prior_scale**-2.0)
+        L, J = dparams["beta"].shape
+        blocks = [Phi, data.y, data.offset] + ([] if data.trials is None else [data.trials])
+        n_blocks, cut = by_row_blocks(*blocks, fill=jnp.nan)
+        # NaN counts mark padded rows unobserved; their Phi rows are NaN too, so they are zeroed.
+        cut[0] = jnp.nan_to_num(cut[0])
+        cut[2] = jnp.nan_to_num(cut[2])
+
+        def add_block(carry, blk):
+            P, rhs = carry
+            i, ph, yb, ob = blk[:4]
+            obs, y = observed_counts(yb)
+            x = ph @ dparams["beta"] + ob[:, None]
+            b = jnp.where(obs, self._b(y, obs, dparams, blk[4] if len(blk) > 4 else None), 0.0)
+            omega = draw_pg(jax.random.fold_in(k_pg, i), b, x)
+            kappa = jnp.where(obs, y - 0.5 * b, 0.0) - omega * ob[:, None]
+            return (add_precisions(P, ph, omega), rhs + ph.T @ kappa), None
+
+        start = (jnp.zeros((J, L, L)), jnp.zeros((L, J)))
+        (P, rhs), _ = lax.scan(add_block, start, (jnp.arange(n_blocks), *cut))
+        return gaussian_draw(k_w, P + self.prior_scale**-2.0 * jnp.eye(L), rhs)
 
     def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
         return {**dparams, "beta": self.draw_beta(key, Phi, dparams, data)}
@@ -175,7 +216,7 @@ class NegBinomDevice(LogisticPGDevice):
     def initial(self, host_lik, prep, L, J):
         return self.device_params({"beta": np.zeros((L, J)), "r": np.full(J, self.e0 / self.f0)})
 
-    def _b(self, y, obs, params, data, rows=None):
+    def _b(self, y, obs, params, trials):
         return y + params["r"][None, :]
 
     def _log_c(self, y, obs, params, data):
@@ -185,11 +226,22 @@ class NegBinomDevice(LogisticPGDevice):
     def update(self, key, Phi, dparams, data):
         k_beta, k_crt, k_r = jax.random.split(key, 3)
         beta = self.draw_beta(k_beta, Phi, dparams, data)
-        obs, _ = observed_counts(data.y)
-        x = Phi @ beta + data.offset[:, None]
-        rate = self.f0 + jnp.sum(jnp.where(obs, softplus(x), 0.0), axis=0)
-        tables = crt_column_totals(k_crt, data.y, obs, dparams["r"])
-        r = jax.random.gamma(k_r, self.e0 + tables) / rate
+        n_blocks, (Phi_b, y_b, off_b) = by_row_blocks(Phi, data.y, data.offset, fill=jnp.nan)
+
+        # The CRT tables (with the current r) and the rate's softplus sums (with the new beta),
+        # by blocks of rows as the weights' update.
+        def add_block(carry, blk):
+            tables, soft = carry
+            i, ph, yb, ob = blk
+            obs = ~jnp.isnan(yb)
+            x = jnp.nan_to_num(ph) @ beta + jnp.nan_to_num(ob)[:, None]
+            tables = tables + crt_column_totals(jax.random.fold_in(k_crt, i), yb, obs, dparams["r"])
+            return (tables, soft + jnp.sum(jnp.where(obs, softplus(x), 0.0), axis=0)), None
+
+        J = beta.shape[1]
+        start = (jnp.zeros(J), jnp.zeros(J))
+        (tables, soft), _ = lax.scan(add_block, start, (jnp.arange(n_blocks), Phi_b, y_b, off_b))
+        r = jax.random.gamma(k_r, self.e0 + tables) / (self.f0 + soft)
         return {"beta": beta, "r": jnp.maximum(r, 1e-300)}
 
 
@@ -201,9 +253,8 @@ class BinomialDevice(LogisticPGDevice):
     def device_data(self, host_lik, prep) -> DeviceData:
         return upload_counts(prep, prep.extra["trials"])
 
-    def _b(self, y, obs, params, data, rows=None):
-        t = data.trials if rows is None else data.trials[rows]
-        return t.astype(jnp.float64)
+    def _b(self, y, obs, params, trials):
+        return jnp.nan_to_num(trials.astype(jnp.float64))
 
     def _log_c(self, y, obs, params, data):
         n = data.trials.astype(jnp.float64)

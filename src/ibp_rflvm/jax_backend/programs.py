@@ -43,40 +43,54 @@ def bucket_sizes(n_rows: int) -> list[int]:
 def features(H: jax.Array, W: jax.Array, bias: bool, M: int) -> jax.Array:
     """``[cos(H W^T), sin(H W^T)] / sqrt(M)`` and, with `bias`, a constant column last (the
     layout of :func:`ibp_rflvm.features.feature_map`)."""
-    proj = H @ W.T
+    return features_of(H @ W.T, bias, M)
+
+
+def features_of(proj: jax.Array, bias: bool, M: int) -> jax.Array:
+    """The features of the projections ``proj = H W^T``."""
     scale = 1.0 / math.sqrt(M)
     parts = [jnp.cos(proj) * scale, jnp.sin(proj) * scale]
     if bias:
-        parts.append(jnp.ones((H.shape[0], 1)))
+        parts.append(jnp.ones((proj.shape[0], 1)))
     return jnp.concatenate(parts, axis=1)
 
 
-def _rows(H, W, beta, rows, const, dparams, data, dlik, bias, M):
-    Phi = features(H, W, bias, M)
+def _scored(P, beta, rows, const, dparams, data, dlik, bias, M):
+    """``(ll, Phi, psi, P)`` of the rows `rows` whose projections are `P`: the state's layout."""
+    Phi = features_of(P, bias, M)
     psi = Phi @ beta
-    return dlik.row_loglik(psi, rows, const, dparams, data), Phi, psi
+    return dlik.row_loglik(psi, rows, const, dparams, data), Phi, psi, P
 
 
 @partial(jax.jit, static_argnames=_STATIC)
 def rows_loglik(H, W, beta, rows, const, dparams, data: DeviceData, dlik, bias, M):
-    """``(ll, Phi, psi)`` of the rows `rows` with latent rows `H`."""
-    return _rows(H, W, beta, rows, const, dparams, data, dlik, bias, M)
+    """``(ll, Phi, psi, P)`` of the rows `rows` with latent rows `H`."""
+    return _scored(H @ W.T, beta, rows, const, dparams, data, dlik, bias, M)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def column_deltas(H, W, beta, const, ll, z, dparams, data: DeviceData, dlik, bias, M):
-    """Every row's ``log p(y_i | z_id = 1) - log p(y_i | z_id = 0)`` when `H` holds the rows with
-    ``z_id`` switched (`z`: the current column), and the switched rows' ``(ll, Phi, psi)``."""
-    rows = jnp.arange(H.shape[0])
-    ll_alt, Phi, psi = _rows(H, W, beta, rows, const, dparams, data, dlik, bias, M)
-    return jnp.where(z == 1, ll - ll_alt, ll_alt - ll), (ll_alt, Phi, psi)
+def column_change(step, w_col, P, beta, const, ll, dparams, data: DeviceData, dlik, bias, M):
+    """Every row's log-likelihood change when its latent coordinate of one dimension moves by
+    ``step_i`` (that dimension's frequencies `w_col`), and the moved rows' state.
+
+    ``H W^T`` then moves by the rank-1 ``step w_col^T``, so only `step` (``N`` numbers) and
+    `w_col` (``M``) come from the host, whatever the number of dimensions.
+    """
+    alt = _scored(P + step[:, None] * w_col[None, :], beta, jnp.arange(P.shape[0]), const, dparams, data,
+                  dlik, bias, M)  # fmt: skip
+    return alt[0] - ll, alt
+
+
+def select(mask, cur, alt):
+    """Rows of `alt` where `mask`, else of `cur` (states ``(ll, Phi, psi, P)``)."""
+    shaped = [mask.reshape((-1,) + (1,) * (c.ndim - 1)) for c in cur]
+    return tuple(jnp.where(m, a, c) for m, c, a in zip(shaped, cur, alt, strict=True))
 
 
 @partial(jax.jit, donate_argnames=("cur",))
 def commit_mask(cur, alt, mask):
-    """Rows of `alt` where `mask`, else of `cur` (tuples of ``(ll, Phi, psi)``)."""
-    shaped = [mask.reshape((-1,) + (1,) * (c.ndim - 1)) for c in cur]
-    return tuple(jnp.where(m, a, c) for m, c, a in zip(shaped, cur, alt, strict=True))
+    """:func:`select`, writing into `cur`'s memory."""
+    return select(mask, cur, alt)
 
 
 @partial(jax.jit, donate_argnames=("cur",))
@@ -103,19 +117,21 @@ def update_params(key, Phi, dparams, data: DeviceData, dlik, bias, M):
 
 @partial(jax.jit, static_argnames=_STATIC)
 def feature_state(H, W, dparams, data: DeviceData, dlik, bias, M):
-    """``Phi``, ``psi``, the row constants and the rows' log-likelihoods of a sweep's start."""
-    Phi = features(H, W, bias, M)
+    """The row constants and the state ``(ll, Phi, psi, P)`` of a sweep's start: the rows'
+    log-likelihoods, features, linear predictors and projections ``P = H W^T``."""
+    P = H @ W.T
+    Phi = features_of(P, bias, M)
     const, ll, psi = total_loglik(Phi, dparams, data, dlik, bias, M)
-    return Phi, psi, const, ll
+    return const, (ll, Phi, psi, P)
 
 
-# The state's N x J arrays are donated to the programs that replace them: XLA may then write the
+# The state (ll, Phi, psi, P) is donated to the programs that replace it: XLA may then write the
 # new state into the old one's memory (8 bytes per entry less at the sweep's peak).
-@partial(jax.jit, static_argnames=_STATIC, donate_argnames=("ll", "Phi", "psi"))
-def ess_x(key, X, Zf, W, beta, const, ll, Phi, psi, dparams, data: DeviceData, dlik, bias, M):
+@partial(jax.jit, static_argnames=_STATIC, donate_argnames=("state",))
+def ess_x(key, X, Zf, W, beta, const, state, dparams, data: DeviceData, dlik, bias, M):
     """One elliptical slice update of every row of ``X`` (Murray, Adams and MacKay 2010) under its
     ``N(0, I)`` prior; the rows' samplers run side by side, each round evaluating all rows and
-    keeping the proposals of the rows still searching. Returns ``(X, ll, Phi, psi, evaluations)``.
+    keeping the proposals of the rows still searching. Returns ``(X, state, evaluations)``.
 
     Exact for each row: the slice level is ``log L(x) + log u``, the bracket shrinks towards the
     current point on each rejection, and a row stops at its first proposal above its level, as
@@ -125,7 +141,7 @@ def ess_x(key, X, Zf, W, beta, const, ll, Phi, psi, dparams, data: DeviceData, d
     rows = jnp.arange(N)
     k_nu, k_u, k_t, k_loop = jax.random.split(key, 4)
     nu = jax.random.normal(k_nu, X.shape)
-    log_y = ll + jnp.log(jax.random.uniform(k_u, (N,)))
+    log_y = state[0] + jnp.log(jax.random.uniform(k_u, (N,)))
     theta = jax.random.uniform(k_t, (N,)) * (2.0 * math.pi)
     lo = theta - 2.0 * math.pi
     hi = theta
@@ -134,14 +150,12 @@ def ess_x(key, X, Zf, W, beta, const, ll, Phi, psi, dparams, data: DeviceData, d
         return jnp.any(s[4])
 
     def body(s):
-        i, theta, lo, hi, active, Xn, lln, Phin, psin, n_evals = s
+        i, theta, lo, hi, active, Xn, cur, n_evals = s
         prop = X * jnp.cos(theta)[:, None] + nu * jnp.sin(theta)[:, None]
-        ll_p, Phi_p, psi_p = _rows(prop * Zf, W, beta, rows, const, dparams, data, dlik, bias, M)
-        ok = active & (ll_p > log_y)
+        alt = _scored((prop * Zf) @ W.T, beta, rows, const, dparams, data, dlik, bias, M)
+        ok = active & (alt[0] > log_y)
         Xn = jnp.where(ok[:, None], prop, Xn)
-        lln = jnp.where(ok, ll_p, lln)
-        Phin = jnp.where(ok[:, None], Phi_p, Phin)
-        psin = jnp.where(ok[:, None], psi_p, psin)
+        cur = select(ok, cur, alt)
         rej = active & ~ok
         below = theta < 0.0
         lo = jnp.where(rej & below, theta, lo)
@@ -149,27 +163,27 @@ def ess_x(key, X, Zf, W, beta, const, ll, Phi, psi, dparams, data: DeviceData, d
         u = jax.random.uniform(jax.random.fold_in(k_loop, i), (N,))
         theta = jnp.where(rej, lo + u * (hi - lo), theta)
         n_evals = n_evals + jnp.sum(active)
-        return i + 1, theta, lo, hi, rej, Xn, lln, Phin, psin, n_evals
+        return i + 1, theta, lo, hi, rej, Xn, cur, n_evals
 
-    start = (0, theta, lo, hi, jnp.ones(N, dtype=bool), X, ll, Phi, psi, jnp.zeros((), jnp.int64))
+    start = (0, theta, lo, hi, jnp.ones(N, dtype=bool), X, tuple(state), jnp.zeros((), jnp.int64))
     s = lax.while_loop(cond, body, start)
-    return s[5], s[6], s[7], s[8], s[9]
+    return s[5], s[6], s[7]
 
 
-@partial(jax.jit, static_argnames=_STATIC, donate_argnames=("ll", "Phi", "psi"))
-def mh_frequencies(W_prop, log_u, H, W, beta, const, ll, Phi, psi, dparams, data: DeviceData, dlik, bias, M):
+@partial(jax.jit, static_argnames=_STATIC, donate_argnames=("state",))
+def mh_frequencies(W_prop, log_u, H, W, beta, const, state, dparams, data: DeviceData, dlik, bias, M):
     """Metropolis-Hastings of each frequency in turn, proposal ``W_prop[m]`` (from its mixture
     component, independent of the current value), accepted when
     ``log u < sum_i ll_i(proposal) - sum_i ll_i(current)``: an independence proposal drawn from
     the frequency's prior, so the prior and proposal densities cancel and the ratio is the
     likelihood ratio (:func:`ibp_rflvm.targets.factorised_state.update_w`). A proposal changes
-    two columns of ``Phi``, so ``psi`` moves by a rank-2 product. Sums in float64.
-    Returns ``(W, ll, Phi, psi, accepted)``."""
+    two columns of ``Phi`` and one of ``P``, so ``psi`` moves by a rank-2 product. Sums in
+    float64. Returns ``(W, state, accepted)``."""
     rows = jnp.arange(H.shape[0])
     scale = 1.0 / math.sqrt(M)
 
     def body(m, s):
-        W, Phi, psi, ll, total, acc = s
+        W, (ll, Phi, psi, P), total, acc = s
         w = W_prop[m]
         proj = H @ w
         new = jnp.stack([jnp.cos(proj), jnp.sin(proj)], axis=1) * scale
@@ -181,17 +195,17 @@ def mh_frequencies(W_prop, log_u, H, W, beta, const, ll, Phi, psi, dparams, data
 
         def accept(_):
             Phi_n = Phi.at[:, m].set(new[:, 0]).at[:, m + M].set(new[:, 1])
-            return W.at[m].set(w), Phi_n, psi_p, ll_p, total_p, acc + 1
+            return W.at[m].set(w), (ll_p, Phi_n, psi_p, P.at[:, m].set(proj)), total_p, acc + 1
 
         return lax.cond(log_u[m] < total_p - total, accept, lambda _: s, None)
 
-    s = (W, Phi, psi, ll, jnp.sum(ll), jnp.zeros((), jnp.int64))
-    W, Phi, psi, ll, _, acc = lax.fori_loop(0, W_prop.shape[0], body, s)
-    return W, ll, Phi, psi, acc
+    s = (W, tuple(state), jnp.sum(state[0]), jnp.zeros((), jnp.int64))
+    W, state, _, acc = lax.fori_loop(0, W_prop.shape[0], body, s)
+    return W, state, acc
 
 
 _PROGRAMS = (
-    rows_loglik, column_deltas, commit_mask, commit_rows, total_loglik, update_params, feature_state,
+    rows_loglik, column_change, commit_mask, commit_rows, total_loglik, update_params, feature_state,
     ess_x, mh_frequencies,
 )  # fmt: skip
 

@@ -3,9 +3,11 @@
 
 The sweep (:func:`ibp_rflvm.model.build_sweep`) is the numba backend's: the IBP's slice step,
 the dimension moves, the sticks, ``alpha`` and the Dirichlet-process mixture run on the host,
-on the chain's Generator, and ask this target's view for likelihood changes, exactly as they ask
-the numba target's. The view keeps ``Phi``, ``psi = Phi beta`` and the row log-likelihoods on
-the device; a move sends its proposed latent rows there and receives one number per row. The
+on the chain's Generator, and ask this target's view for likelihood changes, as they ask the
+numba target's. The view keeps the state ``(ll, Phi, psi, P)`` on the device: the row
+log-likelihoods, the features, ``psi = Phi beta`` and the projections ``P = H W^T``. A move of one
+dimension's column (the Gibbs pass of ``Z``, the joint flips) sends only that column's change,
+``N`` numbers, and receives one number per row; a move of a few rows sends those rows. The
 elliptical slice sampler of ``X``, the frequencies' Metropolis-Hastings step and the weights'
 Gibbs step (Polya-gamma draws, Gaussian weights, the likelihood's own variables) run entirely
 on the device.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..samplers import ibp
+from ..samplers.dimension_moves import accept_flips
 from ..state import Data, ModelSpec
 from ..targets.base import Work
 from ..targets.factorised import FactorisedTarget
@@ -137,12 +140,11 @@ class JaxRows:
         rows_p[:n] = rows
         H_p = np.zeros((size, H_rows.shape[1]))
         H_p[:n] = H_rows
-        rows_d = (rows_p)
-        ll, Phi, psi = programs.rows_loglik(
-            t.pad(H_p), t.pad(W), v.beta, rows_d, v.const, v.dparams, t.data, **t.static
+        prop = programs.rows_loglik(
+            t.pad(H_p), t.pad(W), v.beta, rows_p, v.const, v.dparams, t.data, **t.static
         )
-        self._last = (rows, size, (ll, Phi, psi))
-        return np.asarray(ll)[:n] - v.ll_host[rows]
+        self._last = (rows, size, prop)
+        return np.asarray(prop[0])[:n] - v.ll_host[rows]
 
     def _commit(self, idx: np.ndarray) -> None:
         rows, size, prop = self._last
@@ -154,7 +156,7 @@ class JaxRows:
         src = np.zeros(size, dtype=np.int64)
         dst[: idx.size] = rows[idx]
         src[: idx.size] = idx
-        v.set_state(programs.commit_rows(v.state, prop, (dst), (src)))
+        v.set_state(programs.commit_rows(v.state, prop, dst, src))
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
         return float(self._score(np.array([i]), h[None, :], W)[0])
@@ -184,11 +186,11 @@ class JaxView(ArrayMoves):
         self.dparams = target.dlik.device_params(params)
         self.beta = self.dparams["beta"]
         used = w.Z.any(axis=0)  # the slice step's new sticks are columns of zeros in H
-        Phi, psi, self.const, ll = programs.feature_state(
+        self.const, state = programs.feature_state(
             target.pad(w.X[:, used] * w.Z[:, used]), target.pad(w.W[:, used]), self.dparams,
             target.data, **target.static,
         )  # fmt: skip
-        self.set_state((ll, Phi, psi))
+        self.set_state(state)
 
     def set_state(self, state) -> None:
         self.state = state
@@ -197,31 +199,48 @@ class JaxView(ArrayMoves):
     def _row_target(self) -> JaxRows:
         return JaxRows(self)
 
+    def _column_change(self, step: np.ndarray, w_col: np.ndarray):
+        """Each row's log-likelihood change when its coordinate in one dimension (frequencies
+        `w_col`) moves by `step`, on the host; and the moved rows' state, on the device."""
+        t = self.t
+        diff, alt = programs.column_change(
+            step, w_col, self.state[3], self.beta, self.const, self.state[0], self.dparams, t.data,
+            **t.static,
+        )  # fmt: skip
+        return np.asarray(diff), alt
+
     def gibbs_z(self, rng, w: Work, counts, room) -> int:
         """The slice sampler's Gibbs pass of every ``z_id``: each column's likelihood ratios for
         all rows in one device pass, the rows then visited in turn on the host for ``pi*``
         (:func:`ibp_rflvm.samplers.ibp.gibbs_column`)."""
-        t = self.t
         flips = 0
         for d in range(w.Z.shape[1]):
-            # Only the columns some row uses, and d, reach the device: a column of zeros adds
-            # exactly 0 to H W^T, and the cap keeps these within max_dims + 1 of the slice
-            # step's columns, however many new sticks it represented.
-            cols = np.flatnonzero(w.Z.any(axis=0) | (np.arange(w.Z.shape[1]) == d))
-            H_alt = w.X[:, cols] * w.Z[:, cols]
-            at = int(np.searchsorted(cols, d))
-            H_alt[:, at] = w.X[:, d] * (1 - w.Z[:, d])
             z_before = w.Z[:, d].copy()
-            delta, alt = programs.column_deltas(
-                t.pad(H_alt), t.pad(w.W[:, cols]), self.beta, self.const, self.state[0],
-                (z_before), self.dparams, t.data, **t.static,
-            )  # fmt: skip
-            ibp.gibbs_column(rng, w.Z, d, np.asarray(delta), w.pi, counts, room)
+            # Switching z_id moves row i's coordinate x_id z_id to x_id (1 - z_id).
+            diff, alt = self._column_change(w.X[:, d] * (1 - 2 * z_before), w.W[:, d])
+            ibp.gibbs_column(rng, w.Z, d, np.where(z_before == 1, -diff, diff), w.pi, counts, room)
             changed = w.Z[:, d] != z_before
             if changed.any():
-                self.set_state(programs.commit_mask(self.state, alt, (changed)))
+                self.set_state(programs.commit_mask(self.state, alt, changed))
                 flips += int(changed.sum())
         return flips
+
+    def flips(self, rng, w: Work, counts, q_sd: float) -> int:
+        """Joint ``(z_id, x_id)`` flips (:func:`ibp_rflvm.samplers.dimension_moves.flip_columns`:
+        the same proposals from the same draws, the same acceptance ratio), each column scored by
+        one rank-1 change on the device."""
+        N, K = w.Z.shape
+        accepted = np.zeros(N, dtype=np.bool_)
+        n_acc = 0
+        for d in range(K):
+            e = rng.standard_normal(N)
+            z = w.Z[:, d]
+            x_prop = np.where(z == 0, q_sd * e, e)
+            diff, alt = self._column_change(x_prop * (1 - z) - w.X[:, d] * z, w.W[:, d])
+            n_acc += accept_flips(rng, w.X, w.Z, d, x_prop, diff, counts, q_sd, float(w.ibp_beta), accepted)
+            if accepted.any():
+                self.set_state(programs.commit_mask(self.state, alt, accepted.copy()))
+        return n_acc
 
     def compact(self) -> None:
         """Dropped dimensions were inactive: the device state does not change."""
@@ -229,13 +248,12 @@ class JaxView(ArrayMoves):
     def update_x(self, rng, w: Work) -> int:
         t = self.t
         K = w.X.shape[1]
-        ll, Phi, psi = self.state
-        X, ll, Phi, psi, n_evals = programs.ess_x(
+        X, state, n_evals = programs.ess_x(
             key_from(rng), t.pad(w.X), t.pad(w.Z.astype(np.float64)), t.pad(w.W), self.beta,
-            self.const, ll, Phi, psi, self.dparams, t.data, **t.static,
+            self.const, self.state, self.dparams, t.data, **t.static,
         )  # fmt: skip
         w.X = np.ascontiguousarray(np.asarray(X)[:, :K])
-        self.set_state((ll, Phi, psi))
+        self.set_state(state)
         return int(n_evals)
 
     def update_w(self, rng, w: Work) -> int:
@@ -252,13 +270,12 @@ class JaxView(ArrayMoves):
             k = w.zeta[m]
             W_prop[m] = w.mu[k] + chols[k] @ rng.standard_normal(K)
             log_u[m] = np.log(rng.random())
-        ll, Phi, psi = self.state
-        W, ll, Phi, psi, acc = programs.mh_frequencies(
-            t.pad(W_prop), (log_u), t.pad(w.X * w.Z), t.pad(w.W), self.beta, self.const,
-            ll, Phi, psi, self.dparams, t.data, **t.static,
+        W, state, acc = programs.mh_frequencies(
+            t.pad(W_prop), log_u, t.pad(w.X * w.Z), t.pad(w.W), self.beta, self.const, self.state,
+            self.dparams, t.data, **t.static,
         )  # fmt: skip
         w.W = np.ascontiguousarray(np.asarray(W)[:, :K])
-        self.set_state((ll, Phi, psi))
+        self.set_state(state)
         return int(acc)
 
     def finish(self, rng, w: Work, params: dict) -> tuple[None, dict, float]:

@@ -116,6 +116,10 @@ def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, ibp_beta, accepte
     return n_acc
 
 
+#: The accept step of one column's flips, for targets that score the proposals their own way.
+accept_flips = _flip_column
+
+
 def flip_columns(
     rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, ibp_beta: float = 1.0
 ) -> int:
