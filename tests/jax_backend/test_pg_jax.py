@@ -12,7 +12,6 @@ large). The numba suite's 200,000 draws per cell are about 2.2 times as sensitiv
 is in standard errors, so it keeps its level at any count.
 """
 
-import math
 
 import numpy as np
 import pytest
@@ -24,32 +23,15 @@ import jax.numpy as jnp  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from ibp_rflvm.jax_backend.polya_gamma import draw_pg  # noqa: E402
-from ibp_rflvm.likelihoods import pg_draws as pgd  # noqa: E402
 from ibp_rflvm.likelihoods.polya_gamma import draw_pg as draw_pg_numba  # noqa: E402
+
+from ..likelihoods.test_pg_draws import moment_z  # noqa: E402
 
 B_GRID = (0.001, 0.005, 0.05, 0.5, 1.0, 1.5, 2.5, 3.5, 6.0, 12.0, 30.0, 80.0, 300.0, 3000.0)
 C_GRID = (0.0, 0.1, 1.0, 4.0, 10.0, 30.0)
 N_DRAWS = 40_000
 #: 84 cells x 2 statistics: P(any |Z| > 4.5 | exact sampler) is about 1e-3 (as in the numba suite).
 Z_MAX = 4.5
-
-
-def pg_cumulants(b, c, terms=200_000):
-    """Cumulants 1-4 of ``PG(b, c) = sum_k Gamma(b, 1) / d_k``: ``kappa_n = b (n-1)! sum d_k^-n``."""
-    k = np.arange(1, terms + 1, dtype=np.float64)
-    d = 2.0 * math.pi**2 * (k - 0.5) ** 2 + 0.5 * c * c
-    return [b * math.factorial(n - 1) * float(np.sum(d**-n)) for n in (1, 2, 3, 4)]
-
-
-def moment_z(x, b, c):
-    """Z-scores of the sample mean and variance against the exact ones (SEs from the exact
-    second and fourth central moments)."""
-    n = x.size
-    _, _, _, k4 = pg_cumulants(b, c)
-    k1, k2 = float(pgd.pg_mean(b, c)), float(pgd.pg_var(b, c))
-    z_mean = (x.mean() - k1) / math.sqrt(k2 / n)
-    z_var = (x.var() - k2) / math.sqrt((k4 + 2.0 * k2 * k2) / n)
-    return z_mean, z_var
 
 
 #: Rows drawn besides the grid, in the same call (one compiled program serves the whole file but

@@ -92,12 +92,11 @@ def _g8_upper(b):
 
 
 @njit(cache=True)
-def series_tv_bound(b, c, K):
-    """Bound on the total-variation distance between :func:`jstar_series`'s draw (``K`` exact
-    terms) and ``PG(b, c)``, ``b >= 9``: ``d_1^8 G_8(b) E (T - mu)^8 / 8!`` with each cumulant of
-    the remainder bounded by ``b (n-1)! (2 pi^2)^-n K^{1-2n} / (2n - 1)``; infinite below 9."""
-    if b < B_MIN:
-        return math.inf
+def tv_factors(b, c, K):
+    """``(d_1^8, E (T - mu)^8)``: the factors of :func:`series_tv_bound` besides ``G_8(b)``, in
+    arithmetic alone, so that the JAX backend's draws use this very function
+    (``tv_factors.py_func``) on arrays. Each cumulant of the remainder is bounded by
+    ``b (n-1)! (2 pi^2)^-n K^{1-2n} / (2n - 1)``."""
     # kappa_n / b = (n-1)! (2 pi^2)^-n K^{1-2n} / (2n - 1), n = 2 .. 8.
     x = 1.0 / (_TWO_PI2 * K * K)
     base = b * K * x
@@ -112,7 +111,18 @@ def series_tv_bound(b, c, K):
         + 210.0 * k4 * k2 * k2 + 280.0 * k3 * k3 * k2 + 105.0 * k2**4
     )  # fmt: skip
     d1 = 0.5 * (_PI * _PI + c * c)
-    return d1**8 * _g8_upper(b) * m8 / 40320.0
+    return d1**8, m8
+
+
+@njit(cache=True)
+def series_tv_bound(b, c, K):
+    """Bound on the total-variation distance between :func:`jstar_series`'s draw (``K`` exact
+    terms) and ``PG(b, c)``, ``b >= 9``: ``d_1^8 G_8(b) E (T - mu)^8 / 8!`` (:func:`tv_factors`);
+    infinite below 9."""
+    if b < B_MIN:
+        return math.inf
+    d8, m8 = tv_factors(b, c, K)
+    return d8 * _g8_upper(b) * m8 / 40320.0
 
 
 @njit(cache=True)
