@@ -112,11 +112,7 @@ def remainder_law(
     tau = S[2] / S2
     m0, m1, m2 = 1.0, 1.0, S[3] / (S2 * tau**2)
     m3, m4, m5 = S[4] / (S2 * tau**3), S[5] / (S2 * tau**4), S[6] / (S2 * tau**5)
-    det = m0 * (m2 * m4 - m3 * m3) - m1 * (m1 * m4 - m3 * m2) + m2 * (m1 * m3 - m2 * m2)
-    r0, r1, r2 = -m3, -m4, -m5
-    p0 = (r0 * (m2 * m4 - m3 * m3) - m1 * (r1 * m4 - m3 * r2) + m2 * (r1 * m3 - m2 * r2)) / det
-    p1 = (m0 * (r1 * m4 - m3 * r2) - r0 * (m1 * m4 - m3 * m2) + m2 * (m1 * r2 - r1 * m2)) / det
-    p2 = (m0 * (m2 * r2 - r1 * m3) - m1 * (m1 * r2 - r1 * m2) + r0 * (m1 * m3 - m2 * m2)) / det
+    p0, p1, p2 = _pgs.orthogonal_cubic.py_func(m0, m1, m2, m3, m4, m5)
     P = p1 - p2 * p2 / 3.0
     Q = 2.0 * p2**3 / 27.0 - p2 * p1 / 3.0 + p0
     rad = jnp.sqrt(-P / 3.0)

@@ -115,6 +115,20 @@ def tv_factors(b, c, K):
 
 
 @njit(cache=True)
+def orthogonal_cubic(m0, m1, m2, m3, m4, m5):
+    """``(p0, p1, p2)`` of the monic ``p(t) = t^3 + p2 t^2 + p1 t + p0`` orthogonal to 1, t, t^2
+    under the moments ``m0 .. m5``: the Hankel system ``[m0 m1 m2; m1 m2 m3; m2 m3 m4] (p0, p1,
+    p2) = -(m3, m4, m5)`` by Cramer's rule, in arithmetic alone (the JAX draws use its Python
+    function on arrays)."""
+    det = m0 * (m2 * m4 - m3 * m3) - m1 * (m1 * m4 - m3 * m2) + m2 * (m1 * m3 - m2 * m2)
+    r0, r1, r2 = -m3, -m4, -m5
+    p0 = (r0 * (m2 * m4 - m3 * m3) - m1 * (r1 * m4 - m3 * r2) + m2 * (r1 * m3 - m2 * r2)) / det
+    p1 = (m0 * (r1 * m4 - m3 * r2) - r0 * (m1 * m4 - m3 * m2) + m2 * (m1 * r2 - r1 * m2)) / det
+    p2 = (m0 * (m2 * r2 - r1 * m3) - m1 * (m1 * r2 - r1 * m2) + r0 * (m1 * m3 - m2 * m2)) / det
+    return p0, p1, p2
+
+
+@njit(cache=True)
 def series_tv_bound(b, c, K):
     """Bound on the total-variation distance between :func:`jstar_series`'s draw (``K`` exact
     terms) and ``PG(b, c)``, ``b >= 9``: ``d_1^8 G_8(b) E (T - mu)^8 / 8!`` (:func:`tv_factors`);
@@ -195,13 +209,7 @@ def remainder_law(b, c, K, work):
     tau = work[3] / S2
     m0, m1, m2 = 1.0, 1.0, work[4] / (S2 * tau**2)
     m3, m4, m5 = work[5] / (S2 * tau**3), work[6] / (S2 * tau**4), work[7] / (S2 * tau**5)
-    # Monic p(t) = t^3 + p2 t^2 + p1 t + p0 orthogonal to 1, t, t^2: the Hankel system
-    # [m0 m1 m2; m1 m2 m3; m2 m3 m4] (p0, p1, p2) = -(m3, m4, m5), by Cramer's rule.
-    det = m0 * (m2 * m4 - m3 * m3) - m1 * (m1 * m4 - m3 * m2) + m2 * (m1 * m3 - m2 * m2)
-    r0, r1, r2 = -m3, -m4, -m5
-    p0 = (r0 * (m2 * m4 - m3 * m3) - m1 * (r1 * m4 - m3 * r2) + m2 * (r1 * m3 - m2 * r2)) / det
-    p1 = (m0 * (r1 * m4 - m3 * r2) - r0 * (m1 * m4 - m3 * m2) + m2 * (m1 * r2 - r1 * m2)) / det
-    p2 = (m0 * (m2 * r2 - r1 * m3) - m1 * (m1 * r2 - r1 * m2) + r0 * (m1 * m3 - m2 * m2)) / det
+    p0, p1, p2 = orthogonal_cubic(m0, m1, m2, m3, m4, m5)
     P = p1 - p2 * p2 / 3.0
     Q = 2.0 * p2**3 / 27.0 - p2 * p1 / 3.0 + p0
     rad = math.sqrt(-P / 3.0)
