@@ -8,8 +8,8 @@
 # It prints the device, then for each size the JAX backend's seconds per sweep (median), its
 # compile counts and measured peak device memory, the numba backend's seconds per sweep on all
 # the host's cores for the same chain start (the baseline, in the same call), and their ratio;
-# then the compiled programs' buffer sizes per N x J entry; then the JAX tests (the Polya-gamma
-# moment grid and the sweep's checks) on the device.
+# then the compiled programs' buffer sizes per N x J entry; then the Polya-gamma moment grid and
+# the draws' speed on the device; then the JAX tests where pytest is installed.
 set -u
 export OPENBLAS_NUM_THREADS=1 PYTHONPATH=src NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba-cache}
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # the measured peak is then what the fit used
@@ -25,4 +25,6 @@ for size in $SIZES; do
     --numba-sweeps $numba_sweeps $extra
 done
 python benchmarks/jax_memory.py --sizes $SIZES
-python -m pytest -q -p no:cacheprovider tests/jax_backend -x 2>&1 | tail -3
+python benchmarks/jax_pg_grid.py --draws 200000 --speed 10000x2000
+# The JAX tests too, where the machine has pytest (a bare one may not).
+python -c "import pytest" 2>/dev/null && python -m pytest -q -p no:cacheprovider tests/jax_backend -x 2>&1 | tail -3
