@@ -1,5 +1,6 @@
-"""The sweep on the JAX backend: the prior check, the joint-distribution tests of the count
-sweeps, reproducibility, checkpoints and fixed shapes (issue 43). JAX runs on the CPU here."""
+"""The sweep on the JAX backend (issue 43): the prior check and the joint-distribution tests of
+the count sweeps (reproducibility, checkpoints and fixed shapes: test_jax_estimator.py). JAX runs
+on the CPU here."""
 
 import numpy as np
 import pytest
