@@ -16,12 +16,12 @@ compiled programs, pure functions of device arrays).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import jax
+from .ess import elliptical_slice
 from .likelihoods import (
     BinomialDevice,
     DeviceData,
@@ -107,31 +107,8 @@ class PoissonDevice(_DeviceBase):
             x = Phi @ (s * U.T) + off
             return jnp.sum(jnp.where(obs, y * x - jnp.exp(x), 0.0), axis=0)
 
-        J = beta.shape[1]
         U = beta.T / s
-        k_nu, k_u, k_t, k_loop = jax.random.split(key, 4)
-        nu = jax.random.normal(k_nu, U.shape)
-        log_y = col_ll(U) + jnp.log(jax.random.uniform(k_u, (J,)))
-        theta = jax.random.uniform(k_t, (J,)) * (2.0 * math.pi)
-
-        def cond(st):
-            return jnp.any(st[4])
-
-        def body(st):
-            i, theta, lo, hi, active, Un = st
-            prop = U * jnp.cos(theta)[:, None] + nu * jnp.sin(theta)[:, None]
-            ok = active & (col_ll(prop) > log_y)
-            Un = jnp.where(ok[:, None], prop, Un)
-            rej = active & ~ok
-            below = theta < 0.0
-            lo = jnp.where(rej & below, theta, lo)
-            hi = jnp.where(rej & ~below, theta, hi)
-            u = jax.random.uniform(jax.random.fold_in(k_loop, i), (J,))
-            theta = jnp.where(rej, lo + u * (hi - lo), theta)
-            return i + 1, theta, lo, hi, rej, Un
-
-        start = (0, theta, theta - 2.0 * math.pi, theta, jnp.ones(J, dtype=bool), U)
-        U_new = lax.while_loop(cond, body, start)[5]
+        U_new = elliptical_slice(key, U, lambda prop: (col_ll(prop), ()), col_ll(U))[0]
         return {"beta": s * U_new.T}
 
 

@@ -14,6 +14,7 @@ import math
 from functools import partial
 
 from . import jax
+from .ess import elliptical_slice, select
 from .likelihoods import DeviceData
 
 jnp = jax.numpy
@@ -81,12 +82,6 @@ def column_change(step, w_col, P, beta, const, ll, dparams, data: DeviceData, dl
     return alt[0] - ll, alt
 
 
-def select(mask, cur, alt):
-    """Rows of `alt` where `mask`, else of `cur` (states ``(ll, Phi, psi, P)``)."""
-    shaped = [mask.reshape((-1,) + (1,) * (c.ndim - 1)) for c in cur]
-    return tuple(jnp.where(m, a, c) for m, c, a in zip(shaped, cur, alt, strict=True))
-
-
 @partial(jax.jit, donate_argnames=("cur",))
 def commit_mask(cur, alt, mask):
     """:func:`select`, writing into `cur`'s memory."""
@@ -129,45 +124,17 @@ def feature_state(H, W, dparams, data: DeviceData, dlik, bias, M):
 # new state into the old one's memory (8 bytes per entry less at the sweep's peak).
 @partial(jax.jit, static_argnames=_STATIC, donate_argnames=("state",))
 def ess_x(key, X, Zf, W, beta, const, state, dparams, data: DeviceData, dlik, bias, M):
-    """One elliptical slice update of every row of ``X`` (Murray, Adams and MacKay 2010) under its
-    ``N(0, I)`` prior; the rows' samplers run side by side, each round evaluating all rows and
-    keeping the proposals of the rows still searching. Returns ``(X, state, evaluations)``.
+    """One elliptical slice update of every row of ``X`` under its ``N(0, I)`` prior
+    (:func:`.ess.elliptical_slice`), the accepted rows' state kept with them. Returns
+    ``(X, state, evaluations)``."""
+    rows = jnp.arange(X.shape[0])
 
-    Exact for each row: the slice level is ``log L(x) + log u``, the bracket shrinks towards the
-    current point on each rejection, and a row stops at its first proposal above its level, as
-    in :func:`ibp_rflvm.samplers.ess.elliptical_slice`.
-    """
-    N = X.shape[0]
-    rows = jnp.arange(N)
-    k_nu, k_u, k_t, k_loop = jax.random.split(key, 4)
-    nu = jax.random.normal(k_nu, X.shape)
-    log_y = state[0] + jnp.log(jax.random.uniform(k_u, (N,)))
-    theta = jax.random.uniform(k_t, (N,)) * (2.0 * math.pi)
-    lo = theta - 2.0 * math.pi
-    hi = theta
-
-    def cond(s):
-        return jnp.any(s[4])
-
-    def body(s):
-        i, theta, lo, hi, active, Xn, cur, n_evals = s
-        prop = X * jnp.cos(theta)[:, None] + nu * jnp.sin(theta)[:, None]
+    def loglik(prop):
         alt = _scored((prop * Zf) @ W.T, beta, rows, const, dparams, data, dlik, bias, M)
-        ok = active & (alt[0] > log_y)
-        Xn = jnp.where(ok[:, None], prop, Xn)
-        cur = select(ok, cur, alt)
-        rej = active & ~ok
-        below = theta < 0.0
-        lo = jnp.where(rej & below, theta, lo)
-        hi = jnp.where(rej & ~below, theta, hi)
-        u = jax.random.uniform(jax.random.fold_in(k_loop, i), (N,))
-        theta = jnp.where(rej, lo + u * (hi - lo), theta)
-        n_evals = n_evals + jnp.sum(active)
-        return i + 1, theta, lo, hi, rej, Xn, cur, n_evals
+        return alt[0], alt
 
-    start = (0, theta, lo, hi, jnp.ones(N, dtype=bool), X, tuple(state), jnp.zeros((), jnp.int64))
-    s = lax.while_loop(cond, body, start)
-    return s[5], s[6], s[7]
+    X, _, state, n_evals = elliptical_slice(key, X, loglik, state[0], state)
+    return X, state, n_evals
 
 
 @partial(jax.jit, static_argnames=_STATIC, donate_argnames=("state",))
