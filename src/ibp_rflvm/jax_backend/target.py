@@ -64,7 +64,9 @@ class JaxFactorisedTarget:
         self.data = self.dlik.device_data(likelihood, self.prep)
         self.bias = bool(spec.bias)
         self.M = int(spec.n_frequencies)
-        # One column more than the cap: the Gibbs pass scores a new dimension beside the others.
+        # The programs see the used dimensions only (K+ <= max_dims; a column move sends its change
+        # alone). The one column more than the cap is what the first version's Gibbs pass needed;
+        # it stays because the padded width enters the products' rounding, hence the chains.
         self.width = _round_up(max(spec.max_dims or 0, spec.n_dims, 8) + 1)
         self.widenings = 0
         self.n_rows = int(data.Y.shape[0])
