@@ -40,19 +40,15 @@ import jax.numpy as jnp
 from jax import lax, random
 from jax.scipy.special import erfc, gammaln, ndtri
 
+# The numba sampler's constants (split points, cut-offs, series rates), so the two laws cannot
+# drift apart.
+from ..likelihoods.pg_draws import _H_TINY, _H_ZERO, _KAPPA, _LAMBDA2, _LOG_2PI, _PI, _T_ONE
 from . import jax
 from . import pg_series as _series
 from .chunks import over_selected
 
 __all__ = ["draw_pg"]
 
-_PI = math.pi
-_KAPPA = _PI**2 / 8.0
-_LAMBDA2 = 9.0 * _KAPPA
-_LOG_2PI = math.log(2.0 * _PI)
-_T_ONE = 0.64
-_H_TINY = 1e-20
-_H_ZERO = 1e-150
 #: Series terms evaluated per pass. PG(1) decides within 4 terms except with probability about
 #: 1e-27; the fractional sampler's right proposals (x > 2) may need a few more, carried over.
 _TERMS = 6
