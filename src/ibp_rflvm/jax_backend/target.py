@@ -57,10 +57,10 @@ class JaxFactorisedTarget:
     """The posterior of a factorising likelihood, its ``N x J`` work on the default JAX device."""
 
     def __init__(self, likelihood, data: Data, spec: ModelSpec) -> None:
+        self.dlik = for_likelihood(likelihood)  # first: it refuses what the device cannot run
         self.host = FactorisedTarget(likelihood, data, spec)
         self.lik = likelihood
         self.prep = self.host.prep
-        self.dlik = for_likelihood(likelihood)
         self.data = self.dlik.device_data(likelihood, self.prep)
         self.bias = bool(spec.bias)
         self.M = int(spec.n_frequencies)

@@ -29,12 +29,7 @@ def likelihood_target(spec: ModelSpec, data: Data) -> CollapsedGaussianTarget | 
 def make_target(spec: ModelSpec, data: Data) -> Target:
     """The target a chain of `spec` on `data` samples: the one place the kind is chosen."""
     if spec.backend == "jax" and spec.use_likelihood:
-        if spec.likelihood.collapsed:
-            raise ValueError(
-                "backend='jax' runs the count likelihoods (negbinom, poisson, binomial, bernoulli, "
-                "multinomial); "
-                f"the {spec.likelihood.name} likelihood runs on backend='numba'"
-            )
+        # The device likelihoods say which likelihoods run there (ValueError for the others).
         from ..jax_backend.target import JaxFactorisedTarget
 
         return JaxFactorisedTarget(spec.likelihood, data, spec)
