@@ -78,10 +78,16 @@ class SweepInfo:
 
 
 class SweepKernel(NamedTuple):
-    """A Markov kernel: ``init(rng) -> state`` and ``step(rng, state) -> (state, info)``."""
+    """A Markov kernel: ``init(rng) -> state`` and ``step(rng, state) -> (state, info)``.
+
+    ``run(rng, state, n)``, where the kernel has one, is ``n`` steps in one call (a device's
+    compiled loop), returning the last state and each step's ``(traces, info)``: the traces
+    are what :class:`ibp_rflvm.mcmc.record.ChainRecord` reads of a sweep it does not keep.
+    """
 
     init: Callable[[np.random.Generator], ChainState]
     step: Callable[[np.random.Generator, ChainState], tuple[ChainState, SweepInfo]]
+    run: Callable | None = None
 
 
 def build_sweep(spec: ModelSpec, target: Target) -> SweepKernel:
@@ -89,6 +95,11 @@ def build_sweep(spec: ModelSpec, target: Target) -> SweepKernel:
 
     def init(rng: np.random.Generator) -> ChainState:
         return _init(rng, spec, target)
+
+    # A target that holds the whole sweep as one compiled device step (the JAX backend) runs it.
+    own_step = getattr(target, "step", None)
+    if own_step is not None:
+        return SweepKernel(init, own_step, target.run)
 
     def step(rng: np.random.Generator, state: ChainState) -> tuple[ChainState, SweepInfo]:
         return _step(rng, state, spec, target)

@@ -298,7 +298,24 @@ def _drive(
         progress.update(start)
     k_eff: int | str = "?"  # effective dimensions shown in the progress bar, until first scored
     t0 = time.perf_counter()
-    for t in range(start, n_iter):
+    run = getattr(kernel, "run", None)
+    t = start
+    while t < n_iter:
+        # Sweeps whose state is not kept run in one device call up to the next checkpoint or the
+        # end of the burn-in (same keys, same chain); only their traces come back.
+        chunk = _unkept_chunk(t, n_iter, burn_in, checkpoint_every if path is not None else None)
+        if run is not None and chunk > 1:
+            state, steps = run(rng, state, chunk)
+            for traces, info in steps:
+                record.add(traces, info, keep=False)
+            t += chunk
+            if progress is not None:
+                progress.set_postfix(k_plus=steps[-1][1].k_plus, k_eff=k_eff, refresh=False)
+                progress.update(chunk)
+            if path is not None and (t % checkpoint_every == 0 or t == n_iter):
+                timing = (timed[0] + time.perf_counter() - t0, timed[1] + t - start)
+                _write(path, t, burn_in, data, settings, state, record, rng, timing)
+            continue
         state, info = kernel.step(rng, state)
         kept = state.recorded
         record.add(kept, info, keep=t >= burn_in)
@@ -314,4 +331,13 @@ def _drive(
         if path is not None and (done % checkpoint_every == 0 or done == n_iter):
             timing = (timed[0] + time.perf_counter() - t0, timed[1] + done - start)
             _write(path, done, burn_in, data, settings, state, record, rng, timing)
+        t = done
     return state, record
+
+
+def _unkept_chunk(t: int, n_iter: int, burn_in: int, every: int | None) -> int:
+    """How many sweeps from sweep `t` on keep no sample and write no checkpoint but the last."""
+    end = min(n_iter, burn_in)
+    if every is not None:
+        end = min(end, (t // every + 1) * every)
+    return max(0, end - t)

@@ -30,9 +30,9 @@ def make_target(spec: ModelSpec, data: Data) -> Target:
     """The target a chain of `spec` on `data` samples: the one place the kind is chosen."""
     if spec.backend == "jax" and spec.use_likelihood:
         # The device likelihoods say which likelihoods run there (ValueError for the others).
-        from ..jax_backend.target import JaxFactorisedTarget
+        from ..jax_backend.kernel import DeviceSweepTarget
 
-        return JaxFactorisedTarget(spec.likelihood, data, spec)
+        return DeviceSweepTarget(spec.likelihood, data, spec)
     target = likelihood_target(spec, data)
     return target if spec.use_likelihood else PriorTarget(target)
 

@@ -1,0 +1,278 @@
+"""The device sweep as a kernel: for the library's driver, and for users who drive their own loop.
+
+* :class:`DeviceSweepTarget` is what :func:`ibp_rflvm.targets.make_target` gives for
+  ``backend="jax"``: the start of a chain (on the host, as the numba backend's) and the whole
+  sweep as one compiled device step (:mod:`.sweep`). :func:`ibp_rflvm.model.build_sweep` wraps
+  it as the driver's kernel ``step(rng, state)``: one key drawn from the chain's Generator per
+  sweep, the state crossing as a :class:`~ibp_rflvm.state.ChainState`, so records, checkpoints
+  and resuming are the numba backend's. Its ``run(rng, state, n)`` runs ``n`` sweeps in one
+  ``lax.scan`` with the same keys and reads back only the traces.
+* :func:`sweep_kernel` is the same step for a user's own loop (BlackJAX's shape): ``(state,
+  step)`` with ``step(key, state) -> (state, info)`` a pure function of device arrays.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..samplers import ibp
+from ..state import ChainState, Data, ModelSpec
+from ..targets.factorised import FactorisedTarget
+from . import jax, programs
+from .likelihoods_more import for_likelihood
+from .sweep import DeviceInfo, DeviceState, SweepConfig, sweep_step
+
+jnp = jax.numpy
+
+
+def key_from(rng: np.random.Generator) -> np.ndarray:
+    """A JAX key (the raw two-word form) drawn from the chain's Generator."""
+    return rng.integers(0, 2**32, size=2, dtype=np.uint32)
+
+
+def check_spec(spec: ModelSpec) -> None:
+    """Refuse, with the reason, what the device sweep does not run."""
+    if spec.ibp and spec.max_dims is None:
+        raise ValueError(
+            "backend='jax' holds the latent dimensions in a fixed number of slots: give max_dims "
+            "(a cap on K+; the default is 50), or use backend='numba' for an uncapped IBP"
+        )
+    if spec.ibp and not spec.moves:
+        raise ValueError(
+            "backend='jax' runs the library's sampler (rows in parallel given the sticks); the "
+            "paper's slice sampler (sampler='paper') runs on backend='numba'"
+        )
+    if spec.ibp and spec.ibp_beta is None:
+        raise ValueError(
+            "backend='jax' runs the IBP with a fixed ibp_beta (1.0 by default); a learned "
+            "ibp_beta (ibp_beta=None) runs on backend='numba'"
+        )
+
+
+def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
+    width = int(max(spec.max_dims, spec.n_dims)) if spec.ibp else int(spec.n_dims)
+    beta = 1.0 if spec.ibp_beta is None else float(spec.ibp_beta)
+    return SweepConfig(
+        dlik=dlik, bias=bool(spec.bias), M=int(spec.n_frequencies), width=width, ibp=bool(spec.ibp),
+        moves=bool(spec.moves), flip_scale=float(spec.flip_scale),
+        transfer_min_cos=spec.transfer_min_cos, absorb_min_cos=spec.absorb_min_cos,
+        pairs_per_dim=spec.pairs_per_dim, lam0=float(spec.lam0),
+        alpha_prior=tuple(float(v) for v in spec.alpha_prior),
+        fixed_alpha=None if spec.fixed_alpha is None else float(spec.fixed_alpha),
+        eta_prior=tuple(float(v) for v in spec.eta_prior), ibp_beta=beta,
+        harmonic=ibp.sharing_sum(n_rows, beta), new_rate_per_alpha=ibp.new_dims_rate(1.0, n_rows, beta),
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------
+# Between the host's ChainState and the device's padded state
+
+
+def to_device(state: ChainState, cfg: SweepConfig, dlik) -> DeviceState:
+    """`state` padded to the config's slots and to ``M`` mixture labels (the canonical form of
+    :func:`.sweep.canonical`, so that the round trip is exact)."""
+    N, K = state.X.shape
+    Kw, M = cfg.width, cfg.M
+    X = np.zeros((N, Kw))
+    X[:, :K] = state.X
+    Z = np.zeros((N, Kw), dtype=bool)
+    Z[:, :K] = state.Z != 0
+    pi = np.full(Kw, 0.5)
+    pi[:K] = state.pi
+    W = np.zeros((M, Kw))
+    W[:, :K] = state.W
+    C = state.mu.shape[0]
+    mu = np.zeros((M, Kw))
+    mu[:C, :K] = state.mu
+    Sigma = np.broadcast_to(np.eye(Kw), (M, Kw, Kw)).copy()
+    Sigma[:C, :K, :K] = state.Sigma
+    f64 = partial(jnp.asarray, dtype=jnp.float64)
+    return DeviceState(
+        jnp.asarray(X), jnp.asarray(Z), jnp.asarray(pi), f64(state.alpha), jnp.asarray(W),
+        jnp.asarray(state.zeta.astype(np.int32)), jnp.asarray(mu), jnp.asarray(Sigma), f64(state.eta),
+        dlik.device_params(state.params), f64(state.loglik), jnp.asarray(state.sweep, dtype=jnp.int64),
+        f64(state.ibp_beta),
+    )  # fmt: skip
+
+
+def to_host(st: DeviceState, dlik) -> ChainState:
+    """The device state as a :class:`ChainState`: the dimensions in use, the mixture's labels."""
+    host = jax.device_get(st)
+    Z = np.asarray(host.Z)
+    K = int(np.count_nonzero(Z.any(axis=0)))
+    zeta = np.asarray(host.zeta).astype(np.int64)
+    C = int(zeta.max()) + 1
+    return ChainState(
+        np.ascontiguousarray(host.X[:, :K]), np.ascontiguousarray(Z[:, :K].astype(np.int8)),
+        np.ascontiguousarray(host.pi[:K]), float(host.alpha), np.ascontiguousarray(host.W[:, :K]), zeta,
+        np.ascontiguousarray(host.mu[:C, :K]), np.ascontiguousarray(host.Sigma[:C, :K, :K]),
+        float(host.eta), None, dlik.host_params(host.params), float(host.loglik), int(host.sweep),
+        float(host.ibp_beta),
+    )  # fmt: skip
+
+
+def info_of(info: DeviceInfo):
+    """A device sweep's counts as :class:`ibp_rflvm.model.SweepInfo`."""
+    from ..model import SweepInfo
+
+    return SweepInfo(**{k: int(v) for k, v in zip(DeviceInfo._fields, jax.device_get(info), strict=True)})
+
+
+class Traces(NamedTuple):
+    """What the record reads of a sweep it does not keep (``ChainRecord.add``)."""
+
+    loglik: float
+    alpha: float
+    eta: float
+    ibp_beta: float
+
+
+# ------------------------------------------------------------------------------------------
+# The compiled programs
+
+
+#: Sweeps one device call runs at most; the keys arrive padded to this many, so one compiled
+#: program serves every call of a fit (a single sweep included).
+RUN_LENGTH = 32
+
+
+@partial(jax.jit, static_argnames=("cfg",), donate_argnames=("state",))
+def device_run(keys, n, state: DeviceState, data, cfg: SweepConfig):
+    """The first `n` of ``len(keys)`` sweeps (:func:`.sweep.sweep_step`) in one device loop;
+    returns the last state, and each sweep's info and the traces the record keeps (rows past `n`
+    are zeros)."""
+    zeros = jax.eval_shape(lambda: sweep_step(keys[0], state, data, cfg)[1])
+    infos = jax.tree.map(lambda a: jnp.zeros((keys.shape[0],) + a.shape, a.dtype), zeros)
+    traces = jnp.zeros((keys.shape[0], 4))
+
+    def body(t, c):
+        st, infos, traces = c
+        st, info = sweep_step(keys[t], st, data, cfg)
+        infos = jax.tree.map(lambda buf, v: buf.at[t].set(v), infos, info)
+        traces = traces.at[t].set(jnp.stack([st.loglik, st.alpha, st.eta, st.ibp_beta]))
+        return st, infos, traces
+
+    return jax.lax.fori_loop(0, n, body, (state, infos, traces))
+
+
+def compiled_count() -> int:
+    """Compiled variants of the sweep programs in this process (fixed once a fit has started)."""
+    return device_run._cache_size()
+
+
+# ------------------------------------------------------------------------------------------
+# The target the library's driver uses
+
+
+class DeviceSweepTarget:
+    """A factorising likelihood's posterior, sampled by the whole-sweep device step."""
+
+    def __init__(self, likelihood, data: Data, spec: ModelSpec) -> None:
+        self.dlik = for_likelihood(likelihood)  # first: it refuses what the device cannot run
+        check_spec(spec)
+        self.host = FactorisedTarget(likelihood, data, spec)
+        self.lik = likelihood
+        self.prep = self.host.prep
+        self.data = self.dlik.device_data(likelihood, self.prep)
+        self.spec = spec
+        self.cfg = sweep_config(spec, self.dlik, int(data.Y.shape[0]))
+
+    def start_positions(self, k: int) -> np.ndarray:
+        return self.host.start_positions(k)
+
+    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[None, dict, float]:
+        """The likelihood's first variables: one Gibbs step from its start given the features."""
+        cfg = self.cfg
+        pad = np.zeros((X.shape[0], cfg.width))
+        pad[:, : X.shape[1]] = X * Z
+        Wp = np.zeros((W.shape[0], cfg.width))
+        Wp[:, : W.shape[1]] = W
+        static = {"dlik": self.dlik, "bias": cfg.bias, "M": cfg.M}
+        Phi = programs.features(pad, Wp, cfg.bias, cfg.M)
+        L, J = Phi.shape[1], self.prep.Y0.shape[1]
+        dparams = self.dlik.initial(self.lik, self.prep, L, J)
+        dparams = programs.update_params(key_from(rng), Phi, dparams, self.data, **static)
+        _, ll, _ = programs.total_loglik(Phi, dparams, self.data, **static)
+        return None, self.dlik.host_params(dparams), float(np.sum(np.asarray(ll), dtype=np.float64))
+
+    def step(self, rng: np.random.Generator, state: ChainState):
+        """One sweep on the device, one key from `rng`."""
+        st, out = self.run(rng, state, 1)
+        return st, out[0][1]
+
+    def run(self, rng: np.random.Generator, state: ChainState, n: int):
+        """`n` sweeps on the device, with the keys `n` calls of :meth:`step` would draw (one
+        each from `rng`), in calls of at most :data:`RUN_LENGTH`; returns the last state and
+        each sweep's ``(Traces, SweepInfo)``."""
+        st = to_device(state, self.cfg, self.dlik)
+        out = []
+        for first in range(0, n, RUN_LENGTH):
+            k = min(RUN_LENGTH, n - first)
+            keys = np.zeros((RUN_LENGTH, 2), dtype=np.uint32)
+            keys[:k] = rng.integers(0, 2**32, size=(k, 2), dtype=np.uint32)
+            st, infos, traces = device_run(keys, k, st, self.data, self.cfg)
+            infos, traces = jax.device_get((infos, traces))
+            for t in range(k):
+                out.append((Traces(*(float(v) for v in traces[t])),
+                            info_of(DeviceInfo(*(v[t] for v in infos)))))  # fmt: skip
+        return to_host(st, self.dlik), out
+
+
+# ------------------------------------------------------------------------------------------
+# For a user's own loop
+
+
+def sweep_kernel(Y, **estimator_params: Any):
+    """The sweep of ``IBPRFLVM(**estimator_params, backend="jax")`` on `Y` as a pure JAX kernel.
+
+    Parameters
+    ----------
+    Y : array-like of shape (n_samples, n_features)
+        Counts, NaN where unobserved (the likelihood's checks apply).
+    **estimator_params
+        Any parameters of :class:`ibp_rflvm.IBPRFLVM` (``likelihood``, ``n_frequencies``,
+        ``init_dims``, ``max_dims``, ``random_state`` for the start, ...).
+
+    Returns
+    -------
+    state : DeviceState
+        The chain's start on the default device (a pytree of arrays).
+    step : callable
+        ``step(key, state) -> (state, info)``: one sweep, a pure function of JAX arrays with the
+        data bound as an argument (not a constant), so ``jax.jit(step)`` compiles once and
+        ``jax.lax.scan`` over a sequence of keys runs many sweeps in one call.
+
+    Examples
+    --------
+    >>> import jax
+    >>> state, step = sweep_kernel(Y, likelihood="negbinom", max_dims=20)  # doctest: +SKIP
+    >>> step = jax.jit(step)                                              # doctest: +SKIP
+    >>> for key in jax.random.split(jax.random.key(0), 100):             # doctest: +SKIP
+    ...     state, info = step(key, state)
+    """
+    from .._sparse import data_matrix
+    from ..estimator import IBPRFLVM
+    from ..model import build_sweep
+
+    est = IBPRFLVM(**{**estimator_params, "backend": "jax"})
+    spec = est._spec()
+    Yv = data_matrix(Y, None)
+    spec.likelihood.validate(Yv)
+    data = Data.from_array(Yv, spec.likelihood)
+    target = DeviceSweepTarget(spec.likelihood, data, spec)
+    rng = est._chain_generators()[0]
+    state = to_device(build_sweep(spec, target).init(rng), target.cfg, target.dlik)
+    step = partial(_user_step, data=target.data, cfg=target.cfg)
+    return state, step
+
+
+def _user_step(key, state: DeviceState, data, cfg: SweepConfig):
+    return sweep_step(key, state, data, cfg)
+
+
+__all__ = ["DeviceSweepTarget", "compiled_count", "device_run", "sweep_kernel", "to_device",
+           "to_host"]  # fmt: skip
+

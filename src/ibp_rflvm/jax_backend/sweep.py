@@ -1,0 +1,244 @@
+"""One MCMC sweep as one pure JAX function: ``sweep_step(key, state, data, config)``.
+
+Every update of SPEC section 2 runs inside it, on device arrays: ``Z``'s moves, births and
+deaths, the sticks and ``alpha`` (:mod:`.ibp_device`), ``X`` by elliptical slice sampling, the
+frequencies by Metropolis-Hastings, their Dirichlet-process mixture (:mod:`.dp_device`) and the
+likelihood's weights and own variables (:mod:`.likelihoods`). ``jax.jit`` compiles it once per
+fit (the shapes are fixed: the latent dimensions live in ``width`` slots, a mask of which are in
+use); ``jax.lax.scan`` runs many sweeps in one call. No update calls back to the host.
+
+The state (:class:`DeviceState`) is kept canonical at the end of every sweep: the dimensions in
+use fill the first slots, in order, the slots after them hold zeros, and the mixture's labels are
+numbered by first appearance. So a state read back to the host (:mod:`.kernel`) and sent again is
+the same state, bit for bit, and a chain run sweep by sweep from the host is the chain run by
+``scan`` on the device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from . import jax
+from . import ibp_device as zmoves
+from .dp_device import dp_step
+from .ess import elliptical_slice
+from .programs import features_of
+
+jnp = jax.numpy
+lax = jax.lax
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What the compiled sweep fixes: the model's settings (hashable: a static argument).
+
+    `width` is the number of latent slots (the cap on ``K+`` for the IBP, the dimensions of the
+    dense model); `harmonic` is ``sum_{i=1..N} beta / (beta + i - 1)`` (``E[K+] / alpha``), and
+    `new_rate_per_alpha` the singletons' rate ``beta / (beta + N - 1)`` over ``alpha``.
+    """
+
+    dlik: Any
+    bias: bool
+    M: int
+    width: int
+    ibp: bool
+    moves: bool
+    flip_scale: float
+    transfer_min_cos: float | None
+    absorb_min_cos: float | None
+    pairs_per_dim: float | None
+    lam0: float
+    alpha_prior: tuple[float, float]
+    fixed_alpha: float | None
+    eta_prior: tuple[float, float]
+    ibp_beta: float
+    harmonic: float
+    new_rate_per_alpha: float
+
+
+class DeviceState(NamedTuple):
+    """One state of the chain on the device (the fields of :class:`ibp_rflvm.state.ChainState`,
+    padded to the config's width and, for the mixture, to ``M`` labels)."""
+
+    X: jax.Array
+    Z: jax.Array
+    pi: jax.Array
+    alpha: jax.Array
+    W: jax.Array
+    zeta: jax.Array
+    mu: jax.Array
+    Sigma: jax.Array
+    eta: jax.Array
+    params: dict
+    loglik: jax.Array
+    sweep: jax.Array
+    ibp_beta: jax.Array
+
+
+class DeviceInfo(NamedTuple):
+    """What one sweep did (the fields of :class:`ibp_rflvm.model.SweepInfo` the device counts)."""
+
+    k_plus: jax.Array
+    n_components: jax.Array
+    z_flips: jax.Array
+    flips: jax.Array
+    transfers_proposed: jax.Array
+    transfers: jax.Array
+    absorbs_proposed: jax.Array
+    absorbs: jax.Array
+    births: jax.Array
+    deaths: jax.Array
+    x_evals: jax.Array
+    w_accepted: jax.Array
+
+
+def make_scorers(beta, const, dparams, data, cfg: SweepConfig):
+    """``score(P)``: every row's log-likelihood at projections ``P``; ``score_row(p, i)``: row
+    ``i``'s at projections ``p`` (float64 sums)."""
+    dlik = cfg.dlik
+    every = slice(None)
+
+    def score(P):
+        psi = features_of(P, cfg.bias, cfg.M) @ beta
+        return dlik.row_loglik(psi, every, const, dparams, data)
+
+    def score_row(p, i):
+        psi = features_of(p[None, :], cfg.bias, cfg.M) @ beta
+        return dlik.row_loglik(psi, jnp.reshape(i, (1,)), const, dparams, data)[0]
+
+    return score, score_row
+
+
+def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: SweepConfig):
+    """Metropolis-Hastings of each frequency in turn with its mixture component's Gaussian as an
+    independence proposal: the prior and proposal densities cancel, so ``log u < sum_i ll_i(w*) -
+    sum_i ll_i(w)`` (a float64 sum) decides. A proposal changes two columns of ``Phi``, so
+    ``psi`` moves by a rank-2 product. Coordinates of unused slots stay 0."""
+    M = cfg.M
+    k_e, k_u = jax.random.split(key)
+    chol = jnp.linalg.cholesky(Sigma)
+    e = jax.random.normal(k_e, W.shape, dtype=jnp.float64)
+    W_prop = (mu[zeta] + jnp.einsum("mab,mb->ma", chol[zeta], e)) * active[None, :]
+    log_u = jnp.log(jax.random.uniform(k_u, (M,), dtype=jnp.float64))
+    scale = 1.0 / math.sqrt(M)
+    Phi = features_of(P, cfg.bias, M)
+    psi = Phi @ beta
+    ll = score_psi(psi)
+
+    def body(m, s):
+        W, P, Phi, psi, ll, total, acc = s
+        proj = H @ W_prop[m]
+        new = jnp.stack([jnp.cos(proj), jnp.sin(proj)], axis=1) * scale
+        old = jnp.stack([Phi[:, m], Phi[:, m + M]], axis=1)
+        B = jnp.stack([beta[m], beta[m + M]], axis=0)
+        psi_p = psi + (new - old) @ B
+        ll_p = score_psi(psi_p)
+        total_p = jnp.sum(ll_p)
+
+        def accept(_):
+            Phi_n = Phi.at[:, m].set(new[:, 0]).at[:, m + M].set(new[:, 1])
+            return W.at[m].set(W_prop[m]), P.at[:, m].set(proj), Phi_n, psi_p, ll_p, total_p, acc + 1
+
+        return lax.cond(log_u[m] < total_p - total, accept, lambda _: s, None)
+
+    s = (W, P, Phi, psi, ll, jnp.sum(ll), jnp.zeros((), jnp.int64))
+    W, P, _, _, _, _, acc = lax.fori_loop(0, M, body, s)
+    return W, P, acc
+
+
+def canonical(st: DeviceState, active) -> DeviceState:
+    """The used slots first (in order), zeros after; the mixture's labels by first appearance,
+    unused labels' components neutral (mean 0, identity covariance)."""
+    Kw = st.X.shape[1]
+    M = st.W.shape[0]
+    order = jnp.argsort(~active, stable=True)
+    act = active[order]
+    X = jnp.where(act[None, :], st.X[:, order], 0.0)
+    Z = st.Z[:, order] & act[None, :]
+    W = jnp.where(act[None, :], st.W[:, order], 0.0)
+    pi = jnp.where(act, st.pi[order], 0.5)
+    first = jnp.full(M, M).at[st.zeta].min(jnp.arange(M))
+    perm = jnp.argsort(first, stable=True)
+    used = first[perm] < M
+    zeta = jnp.argsort(perm, stable=True)[st.zeta].astype(st.zeta.dtype)
+    both = used[:, None] & act[None, :]
+    mu = jnp.where(both, st.mu[perm][:, order], 0.0)
+    Sig = st.Sigma[perm][:, order][:, :, order]
+    eye = jnp.eye(Kw, dtype=bool)
+    keep = both[:, :, None] & both[:, None, :]
+    Sigma = jnp.where(keep, Sig, jnp.where(eye[None], 1.0, 0.0))
+    return st._replace(X=X, Z=Z, W=W, pi=pi, zeta=zeta, mu=mu, Sigma=Sigma)
+
+
+def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceState, DeviceInfo]:
+    """One sweep from `st` (module docstring): pure, and jit-compilable with `cfg` static."""
+    dlik = cfg.dlik
+    k_z, k_x, k_w, k_dp, k_lik, k_alpha, k_pi = jax.random.split(key, 7)
+    dparams = st.params
+    beta = dparams["beta"]
+    const = dlik.row_constants(dparams, data)
+    score, score_row = make_scorers(beta, const, dparams, data, cfg)
+    X, Z, W, mu, Sigma, pi, alpha = st.X, st.Z, st.W, st.mu, st.Sigma, st.pi, st.alpha
+    P = (X * Z) @ W.T
+    ll = score(P)
+    zero = jnp.zeros((), jnp.int64)
+    counts = dict.fromkeys(zmoves.ZInfo._fields, zero)
+    if cfg.ibp:
+        active = jnp.any(Z, axis=0)
+        zs = zmoves.ZState(X, Z, P, ll, W, mu, Sigma)
+        k_g, k_f, k_p, k_t, k_a, k_s = jax.random.split(k_z, 6)
+        zs, counts["z_flips"] = zmoves.gibbs_columns(k_g, zs, pi, active, score)
+        if cfg.moves:
+            zs, counts["flips"] = zmoves.flip_columns(k_f, zs, pi, active, cfg.flip_scale, score)
+            if cfg.transfer_min_cos is not None:
+                pairs = zmoves.aligned_pairs(k_p, zs.W, active, cfg.transfer_min_cos, cfg.pairs_per_dim)
+                zs, counts["transfers_proposed"], counts["transfers"] = zmoves.transfers(
+                    k_t, zs, pi, pairs, score
+                )
+            if cfg.absorb_min_cos is not None:
+                if cfg.absorb_min_cos != cfg.transfer_min_cos:
+                    pairs = zmoves.aligned_pairs(k_p, zs.W, active, cfg.absorb_min_cos, cfg.pairs_per_dim)
+                zs, counts["absorbs_proposed"], counts["absorbs"] = zmoves.absorbs(k_a, zs, pi, pairs, score)
+            rate = alpha * cfg.new_rate_per_alpha
+            zs, counts["births"], counts["deaths"] = zmoves.singletons(
+                k_s, zs, st.zeta, rate, cfg.flip_scale, cfg.lam0, cfg.width, score_row
+            )
+        X, Z, P, ll, W, mu, Sigma = zs
+        active = jnp.any(Z, axis=0)
+        pi = zmoves.draw_sticks(k_pi, Z, st.ibp_beta)
+        if cfg.fixed_alpha is None:
+            a, b = cfg.alpha_prior
+            k_plus = jnp.sum(active)
+            alpha = jax.random.gamma(k_alpha, a + k_plus, dtype=jnp.float64) / (b + cfg.harmonic)
+    else:
+        active = jnp.ones(Z.shape[1], dtype=bool)
+    Zf = Z.astype(jnp.float64)
+
+    def x_loglik(prop):
+        P_prop = (prop * Zf) @ W.T
+        return score(P_prop), (P_prop,)
+
+    X, ll, (P,), x_evals = elliptical_slice(k_x, X, x_loglik, ll, (P,))
+
+    def score_psi(psi):
+        return dlik.row_loglik(psi, slice(None), const, dparams, data)
+
+    W, P, w_acc = mh_frequencies(k_w, W, st.zeta, mu, Sigma, active, X * Zf, P, beta, score_psi, cfg)
+    zeta, mu, Sigma, eta = dp_step(k_dp, W, active, st.zeta, st.eta, cfg.lam0, *cfg.eta_prior)
+    Phi = features_of(P, cfg.bias, cfg.M)
+    dparams = dlik.update(k_lik, Phi, dparams, data)
+    const = dlik.row_constants(dparams, data)
+    ll = dlik.row_loglik(Phi @ dparams["beta"], slice(None), const, dparams, data)
+    new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, jnp.sum(ll), st.sweep + 1, st.ibp_beta)
+    new = canonical(new, active)
+    first = jnp.full(cfg.M, cfg.M).at[zeta].min(jnp.arange(cfg.M))
+    info = DeviceInfo(
+        k_plus=jnp.sum(active), n_components=jnp.sum(first < cfg.M), x_evals=x_evals, w_accepted=w_acc,
+        **counts,
+    )  # fmt: skip
+    return new, info
+
+
+__all__ = ["DeviceInfo", "DeviceState", "SweepConfig", "make_scorers", "sweep_step"]
