@@ -62,6 +62,8 @@ class Blocks:
     n_threads: int = 1
     rows: int = ROW_BLOCK
     columns: int = COLUMN_BLOCK
+    #: The JAX backend's devices, over which one chain's rows are sharded (None: every device).
+    devices: tuple | None = None
 
     def __post_init__(self) -> None:
         for name in ("n_threads", "rows", "columns"):

@@ -153,6 +153,16 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         # code path; several chains get independent children of it.
         return [rng] if n_chains == 1 else rng.spawn(n_chains)
 
+    def _devices(self, spec: ModelSpec) -> tuple | None:
+        """The devices of a JAX fit (None: every device JAX sees)."""
+        if self.devices is None:
+            return None
+        if spec.backend != "jax":
+            raise ValueError(f"devices is for backend='jax'; this fit's backend is {spec.backend!r}")
+        from .jax_backend.kernel import resolve_devices
+
+        return resolve_devices(self.devices)
+
     def _n_threads(self, n_chains: int) -> int:
         return blocks.threads_per_chain(self.n_threads, n_chains, self.n_jobs)
 
@@ -175,7 +185,7 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             raise ValueError(f"combine must be one of {list(COMBINE)}; got {self.combine!r}")
         max_entries = check_int("stacking_max_entries", self.stacking_max_entries, 1)
         rngs = self._chain_generators()
-        threads = blocks.Blocks(n_threads=self._n_threads(len(rngs)))
+        threads = blocks.Blocks(n_threads=self._n_threads(len(rngs)), devices=self._devices(spec))
         data = Data.from_array(Yv, lik)
         ladder = self._ladder(spec)
         starts = self._chain_starts(spec, len(rngs))
@@ -429,7 +439,12 @@ class IBPRFLVM(_RFLVMBase):
         (docs/scaling.md).
     backend : ``"numba"`` (default) or ``"jax"``: where the count likelihoods' sweep does its
         ``N x J`` work (:mod:`ibp_rflvm.jax_backend`, the ``[jax]`` extra; a GPU where JAX sees one,
-        else the CPU). The same moves and outputs; chains then run one after another.
+        else the CPU). The posterior and outputs are the same; on ``"jax"`` the whole sweep is
+        one compiled device step (rows in parallel; docs/gpu.md) and chains run one after another.
+    devices : ``backend="jax"`` only: the JAX devices whose rows-mesh one chain's rows are
+        sharded over (a sequence of ``jax.Device``, or an int for the first that many; default
+        None: every device JAX sees). The chain is the same bit for bit on any number of them
+        that divides ``gcd(N, 8)``; with more, the largest such number is used.
     checkpoint_path : file where the chain (state, generator, traces, kept samples) is saved
         atomically every `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never
         a pickle; ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a
@@ -485,6 +500,7 @@ class IBPRFLVM(_RFLVMBase):
         ibp_beta_prior: tuple[float, float] = (1.0, 1.0),
         n_threads: int | None = None,
         backend: str = "numba",
+        devices=None,
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -512,6 +528,7 @@ class IBPRFLVM(_RFLVMBase):
         self.stacking_max_entries = stacking_max_entries
         self.n_threads = n_threads
         self.backend = backend
+        self.devices = devices
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -562,6 +579,7 @@ class RFLVM(_RFLVMBase):
         stacking_max_entries: int = MAX_ENTRIES,
         n_threads: int | None = None,
         backend: str = "numba",
+        devices=None,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -585,6 +603,7 @@ class RFLVM(_RFLVMBase):
         self.stacking_max_entries = stacking_max_entries
         self.n_threads = n_threads
         self.backend = backend
+        self.devices = devices
 
     def _n_dims(self) -> int:
         return self.n_components

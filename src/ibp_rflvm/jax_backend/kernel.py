@@ -13,19 +13,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import blocks
 from ..samplers import ibp
 from ..state import ChainState, Data, ModelSpec
 from ..targets.factorised import FactorisedTarget
 from . import jax, programs
 from .likelihoods_more import for_likelihood
+from .rowsum import row_groups
 from .sweep import DeviceInfo, DeviceState, SweepConfig, sweep_step
 
 jnp = jax.numpy
+Mesh, NamedSharding, PartitionSpec = jax.sharding.Mesh, jax.sharding.NamedSharding, jax.sharding.PartitionSpec
 
 
 def key_from(rng: np.random.Generator) -> np.ndarray:
@@ -167,18 +171,68 @@ def compiled_count() -> int:
 # The target the library's driver uses
 
 
+def resolve_devices(devices) -> tuple:
+    """`devices` as a tuple of JAX devices (an int: the first that many of ``jax.devices()``)."""
+    if isinstance(devices, int) and not isinstance(devices, bool):
+        avail = jax.devices()
+        if not 1 <= devices <= len(avail):
+            raise ValueError(f"devices={devices}: JAX sees {len(avail)} device(s)")
+        return tuple(avail[:devices])
+    out = tuple(devices)
+    if not out or not all(isinstance(d, jax.Device) for d in out):
+        raise ValueError(f"devices must be a non-empty sequence of jax.Device or an int; got {devices!r}")
+    return out
+
+
+class Placement(NamedTuple):
+    """Where one chain lives: the config (its likelihood holding the rows' layout), the data,
+    and the shardings of the row arrays and of everything else (None on one device)."""
+
+    cfg: SweepConfig
+    data: Any
+    rows: Any
+    replicated: Any
+
+
 class DeviceSweepTarget:
     """A factorising likelihood's posterior, sampled by the whole-sweep device step."""
 
     def __init__(self, likelihood, data: Data, spec: ModelSpec) -> None:
-        self.dlik = for_likelihood(likelihood)  # first: it refuses what the device cannot run
+        dlik = for_likelihood(likelihood)  # first: it refuses what the device cannot run
         check_spec(spec)
+        self.n_rows = int(data.Y.shape[0])
+        self.dlik = replace(dlik, row_groups=row_groups(self.n_rows))
         self.host = FactorisedTarget(likelihood, data, spec)
         self.lik = likelihood
         self.prep = self.host.prep
         self.data = self.dlik.device_data(likelihood, self.prep)
         self.spec = spec
-        self.cfg = sweep_config(spec, self.dlik, int(data.Y.shape[0]))
+        self.cfg = sweep_config(spec, self.dlik, self.n_rows)
+        self._placed: dict = {}
+
+    def placement(self) -> Placement:
+        """The chain's devices (those of :func:`ibp_rflvm.blocks.current`, else every device):
+        the rows sharded over a mesh of as many of them as divide the number of row groups."""
+        devs = blocks.current().devices or tuple(jax.devices())
+        groups = self.dlik.row_groups
+        d = max(k for k in range(1, len(devs) + 1) if groups % k == 0)
+        devs = tuple(devs[:d])
+        if devs not in self._placed:
+            if d == 1:
+                self._placed[devs] = Placement(self.cfg, jax.device_put(self.data, devs[0]), devs[0], devs[0])
+            else:
+                mesh = Mesh(np.array(devs), ("rows",))
+                rows, rep = NamedSharding(mesh, PartitionSpec("rows")), NamedSharding(mesh, PartitionSpec())
+                cfg = replace(self.cfg, dlik=replace(self.dlik, replicated=rep))
+                data = jax.device_put(self.data, jax.tree.map(lambda a: rows, self.data))
+                self._placed[devs] = Placement(cfg, data, rows, rep)
+        return self._placed[devs]
+
+    def device_state(self, state: ChainState, where: Placement) -> DeviceState:
+        st = to_device(state, self.cfg, self.dlik)
+        row_fields = ("X", "Z")
+        return DeviceState(*(jax.device_put(v, where.rows if name in row_fields else where.replicated)
+                             for name, v in zip(DeviceState._fields, st, strict=True)))  # fmt: skip
 
     def start_positions(self, k: int) -> np.ndarray:
         return self.host.start_positions(k)
@@ -207,13 +261,14 @@ class DeviceSweepTarget:
         """`n` sweeps on the device, with the keys `n` calls of :meth:`step` would draw (one
         each from `rng`), in calls of at most :data:`RUN_LENGTH`; returns the last state and
         each sweep's ``(Traces, SweepInfo)``."""
-        st = to_device(state, self.cfg, self.dlik)
+        where = self.placement()
+        st = self.device_state(state, where)
         out = []
         for first in range(0, n, RUN_LENGTH):
             k = min(RUN_LENGTH, n - first)
             keys = np.zeros((RUN_LENGTH, 2), dtype=np.uint32)
             keys[:k] = rng.integers(0, 2**32, size=(k, 2), dtype=np.uint32)
-            st, infos, traces = device_run(keys, k, st, self.data, self.cfg)
+            st, infos, traces = device_run(keys, k, st, where.data, where.cfg)
             infos, traces = jax.device_get((infos, traces))
             for t in range(k):
                 out.append((Traces(*(float(v) for v in traces[t])),
@@ -273,6 +328,8 @@ def _user_step(key, state: DeviceState, data, cfg: SweepConfig):
     return sweep_step(key, state, data, cfg)
 
 
-__all__ = ["DeviceSweepTarget", "compiled_count", "device_run", "sweep_kernel", "to_device",
-           "to_host"]  # fmt: skip
+__all__ = [
+    "DeviceSweepTarget", "Placement", "compiled_count", "device_run", "resolve_devices", "sweep_kernel",
+    "to_device", "to_host",
+]  # fmt: skip
 

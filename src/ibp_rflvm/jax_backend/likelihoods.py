@@ -19,13 +19,14 @@ take it as a static argument) with pure functions of device arrays:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from . import jax
 from .crt import crt_column_totals
 from .polya_gamma import draw_pg
+from .rowsum import blocked_row_sum
 
 if TYPE_CHECKING:
     pass
@@ -72,28 +73,12 @@ def observed_counts(y: jax.Array) -> tuple[jax.Array, jax.Array]:
     return obs, jnp.where(obs, y, 0.0).astype(jnp.float64)
 
 
-def by_row_blocks(*arrays: jax.Array, fill=0.0) -> tuple[int, list[jax.Array]]:
-    """Each array (first axis the rows) padded to whole blocks of :data:`_OUTER_ROWS` rows and cut
-    into them, ``(n_blocks, rows, ...)``, for a ``lax.scan`` over the blocks; padded rows hold
-    `fill` (NaN counts are unobserved entries, which add nothing anywhere)."""
-    N = arrays[0].shape[0]
-    rows = min(_OUTER_ROWS, N)
-    n_blocks = -(-N // rows)
-    pad = n_blocks * rows - N
-    out = []
-    for a in arrays:
-        value = fill if jnp.issubdtype(a.dtype, jnp.floating) else 0
-        padded = jnp.pad(a, ((0, pad),) + ((0, 0),) * (a.ndim - 1), constant_values=value)
-        out.append(padded.reshape((n_blocks, rows) + a.shape[1:]))
-    return n_blocks, out
-
-
-def add_precisions(P: jax.Array, Phi_block: jax.Array, omega_block: jax.Array) -> jax.Array:
-    """``P_j += Phi^T diag(omega_j) Phi`` for every column ``j`` of one block of rows: one product
-    of ``omega^T`` with the rows' outer products ``phi_i phi_i^T``."""
+def precisions(Phi_block: jax.Array, omega_block: jax.Array) -> jax.Array:
+    """``Phi^T diag(omega_j) Phi`` for every column ``j`` over one block of rows (``J x L x L``):
+    one product of ``omega^T`` with the rows' outer products ``phi_i phi_i^T``."""
     rows, L = Phi_block.shape
     outer = (Phi_block[:, :, None] * Phi_block[:, None, :]).reshape(rows, L * L)
-    return P + (omega_block.T @ outer).reshape(P.shape)
+    return (omega_block.T @ outer).reshape(omega_block.shape[1], L, L)
 
 
 def gaussian_draw(key, P: jax.Array, rhs: jax.Array) -> jax.Array:
@@ -109,19 +94,17 @@ def gaussian_draw(key, P: jax.Array, rhs: jax.Array) -> jax.Array:
 
 
 def gaussian_weights(
-    key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float
+    key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float, groups: int = 1,
+    replicated=None,
 ) -> jax.Array:
     """Every column ``beta_j ~ N(P_j^-1 rhs_j, P_j^-1)``, ``P_j = Phi^T diag(omega_j) Phi + tau I``,
-    the precisions accumulated over blocks of rows so that no ``N x L^2`` array is ever held."""
+    the precisions summed over blocks of rows (:func:`.rowsum.blocked_row_sum`) so that no
+    ``N x L^2`` array is ever held."""
     L = Phi.shape[1]
     J = omega.shape[1]
     # Padded rows have omega = 0: they add nothing to any precision.
-    _, (Phi_b, om_b) = by_row_blocks(Phi, omega)
-
-    def add_block(P, blk):
-        return add_precisions(P, *blk), None
-
-    P, _ = lax.scan(add_block, jnp.zeros((J, L, L)), (Phi_b, om_b))
+    P = blocked_row_sum(lambda b, ph, om: precisions(ph, om), jnp.zeros((J, L, L)), [Phi, omega], groups,
+                        replicated)  # fmt: skip
     return gaussian_draw(key, P + prior_precision * jnp.eye(L), rhs)
 
 
@@ -136,6 +119,10 @@ class LogisticPGDevice:
     (:class:`ibp_rflvm.likelihoods.polya_gamma.LogisticPG`). ``x = psi + offset``."""
 
     prior_scale: float = 1.0
+    #: The rows' layout for sums over rows (:mod:`.rowsum`): the number of row groups, and the
+    #: sharding that copies a small array to every device (None on one device).
+    row_groups: int = 1
+    replicated: Any = None
 
     # the shape b and log c(y), per entry (subclasses) ---------------------------------------
     def _b(self, y: jax.Array, obs: jax.Array, params: dict, trials: jax.Array | None) -> jax.Array:
@@ -181,24 +168,20 @@ class LogisticPGDevice:
         """
         k_pg, k_w = jax.random.split(key)
         L, J = dparams["beta"].shape
-        blocks = [Phi, data.y, data.offset] + ([] if data.trials is None else [data.trials])
-        n_blocks, cut = by_row_blocks(*blocks, fill=jnp.nan)
-        # NaN counts mark padded rows unobserved; their Phi rows are NaN too, so they are zeroed.
-        cut[0] = jnp.nan_to_num(cut[0])
-        cut[2] = jnp.nan_to_num(cut[2])
+        arrays = [Phi, data.y, data.offset] + ([] if data.trials is None else [data.trials])
 
-        def add_block(carry, blk):
-            P, rhs = carry
-            i, ph, yb, ob = blk[:4]
+        def block(i, ph, yb, ob, *trials):
+            # NaN counts mark padded rows unobserved; their Phi rows are NaN too, so they are zeroed.
+            ph, ob = jnp.nan_to_num(ph), jnp.nan_to_num(ob)
             obs, y = observed_counts(yb)
             x = ph @ dparams["beta"] + ob[:, None]
-            b = jnp.where(obs, self._b(y, obs, dparams, blk[4] if len(blk) > 4 else None), 0.0)
+            b = jnp.where(obs, self._b(y, obs, dparams, trials[0] if trials else None), 0.0)
             omega = draw_pg(jax.random.fold_in(k_pg, i), b, x)
             kappa = jnp.where(obs, y - 0.5 * b, 0.0) - omega * ob[:, None]
-            return (add_precisions(P, ph, omega), rhs + ph.T @ kappa), None
+            return precisions(ph, omega), ph.T @ kappa
 
         start = (jnp.zeros((J, L, L)), jnp.zeros((L, J)))
-        (P, rhs), _ = lax.scan(add_block, start, (jnp.arange(n_blocks), *cut))
+        P, rhs = blocked_row_sum(block, start, arrays, self.row_groups, self.replicated, fill=jnp.nan)
         return gaussian_draw(k_w, P + self.prior_scale**-2.0 * jnp.eye(L), rhs)
 
     def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
@@ -226,21 +209,18 @@ class NegBinomDevice(LogisticPGDevice):
     def update(self, key, Phi, dparams, data):
         k_beta, k_crt, k_r = jax.random.split(key, 3)
         beta = self.draw_beta(k_beta, Phi, dparams, data)
-        n_blocks, (Phi_b, y_b, off_b) = by_row_blocks(Phi, data.y, data.offset, fill=jnp.nan)
 
         # The CRT tables (with the current r) and the rate's softplus sums (with the new beta),
         # by blocks of rows as the weights' update.
-        def add_block(carry, blk):
-            tables, soft = carry
-            i, ph, yb, ob = blk
+        def block(i, ph, yb, ob):
             obs = ~jnp.isnan(yb)
             x = jnp.nan_to_num(ph) @ beta + jnp.nan_to_num(ob)[:, None]
-            tables = tables + crt_column_totals(jax.random.fold_in(k_crt, i), yb, obs, dparams["r"])
-            return (tables, soft + jnp.sum(jnp.where(obs, softplus(x), 0.0), axis=0)), None
+            tables = crt_column_totals(jax.random.fold_in(k_crt, i), yb, obs, dparams["r"])
+            return tables, jnp.sum(jnp.where(obs, softplus(x), 0.0), axis=0)
 
         J = beta.shape[1]
-        start = (jnp.zeros(J), jnp.zeros(J))
-        (tables, soft), _ = lax.scan(add_block, start, (jnp.arange(n_blocks), Phi_b, y_b, off_b))
+        tables, soft = blocked_row_sum(block, (jnp.zeros(J), jnp.zeros(J)), [Phi, data.y, data.offset],
+                                       self.row_groups, self.replicated, fill=jnp.nan)  # fmt: skip
         r = jax.random.gamma(k_r, self.e0 + tables) / (self.f0 + soft)
         return {"beta": beta, "r": jnp.maximum(r, 1e-300)}
 

@@ -17,6 +17,7 @@ compiled programs, pure functions of device arrays).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from .likelihoods import (
     upload_counts,
 )  # fmt: skip
 from .polya_gamma import draw_pg
+from .rowsum import row_sum, rows_dot
 
 jnp = jax.numpy
 lax = jax.lax
@@ -43,6 +45,9 @@ _LAPLACE_START = "laplace_start"
 @dataclass(frozen=True)
 class _DeviceBase:
     prior_scale: float = 1.0
+    #: The rows' layout for sums over rows (:mod:`.rowsum`), as :class:`.likelihoods.LogisticPGDevice`.
+    row_groups: int = 1
+    replicated: Any = None
 
     def device_data(self, host_lik, prep) -> DeviceData:
         return upload_counts(prep)
@@ -87,7 +92,8 @@ class PoissonDevice(_DeviceBase):
         obs, y = observed_counts(data.y)
         w = jnp.where(obs, y + 0.5, 0.0)
         target = jnp.log(y + 0.5) - data.offset[:, None]
-        return gaussian_weights(key, Phi, w, Phi.T @ (w * target), self.prior_scale**-2.0)
+        rhs = rows_dot(Phi, w * target, self.row_groups, self.replicated)
+        return gaussian_weights(key, Phi, w, rhs, self.prior_scale**-2.0, self.row_groups, self.replicated)
 
     def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
         """One elliptical slice update of every weight column (:func:`ibp_rflvm.samplers.ess.elliptical_slice`
@@ -105,18 +111,21 @@ class PoissonDevice(_DeviceBase):
             # Without the columns' constants sum -lgamma(y + 1): only differences with the
             # slice level, computed by this same function, matter.
             x = Phi @ (s * U.T) + off
-            return jnp.sum(jnp.where(obs, y * x - jnp.exp(x), 0.0), axis=0)
+            return row_sum(jnp.where(obs, y * x - jnp.exp(x), 0.0), self.row_groups, self.replicated)
 
         U = beta.T / s
         U_new = elliptical_slice(key, U, lambda prop: (col_ll(prop), ()), col_ll(U))[0]
         return {"beta": s * U_new.T}
 
 
-def one_column_weights(key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float):
+def one_column_weights(
+    key, Phi: jax.Array, omega: jax.Array, rhs: jax.Array, prior_precision: float, groups: int = 1,
+    replicated=None,
+):
     """``beta ~ N(P^-1 rhs, P^-1)``, ``P = Phi^T diag(omega) Phi + tau I``: :func:`.gaussian_weights`
     for one column, whose precision one product gives without the rows' outer products."""
     L = Phi.shape[1]
-    P = Phi.T @ (omega[:, None] * Phi) + prior_precision * jnp.eye(L)
+    P = rows_dot(Phi, omega[:, None] * Phi, groups, replicated) + prior_precision * jnp.eye(L)
     R = jnp.linalg.cholesky(P)
     m = jax.scipy.linalg.solve_triangular(R, rhs, lower=True) + jax.random.normal(key, (L,))
     return jax.scipy.linalg.solve_triangular(R.T, m, lower=False)
@@ -183,8 +192,9 @@ class MultinomialDevice(_DeviceBase):
             c = jnp.where(use, psi0[:, j] - xi, 0.0)
             kappa = jnp.where(use, y[:, j] - 0.5 * n, 0.0)
             omega = draw_pg(k_pg, b, c)
-            rhs = Phi.T @ (kappa + omega * jnp.where(use, xi, 0.0))
-            beta_j = one_column_weights(k_w, Phi, omega, rhs, tau)
+            g, rep = self.row_groups, self.replicated
+            rhs = rows_dot(Phi, (kappa + omega * jnp.where(use, xi, 0.0))[:, None], g, rep)[:, 0]
+            beta_j = one_column_weights(k_w, Phi, omega, rhs, tau, g, rep)
             before = jnp.logaddexp(before, jnp.where(obs_j, Phi @ beta_j, -jnp.inf))
             return beta.at[:, j].set(beta_j), before
 

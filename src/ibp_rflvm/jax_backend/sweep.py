@@ -20,11 +20,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from . import jax
 from . import ibp_device as zmoves
+from . import jax
 from .dp_device import dp_step
 from .ess import elliptical_slice
 from .programs import features_of
+from .rowsum import row_sum
 
 jnp = jax.numpy
 lax = jax.lax
@@ -118,6 +119,10 @@ def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: 
     ``psi`` moves by a rank-2 product. Coordinates of unused slots stay 0."""
     M = cfg.M
     k_e, k_u = jax.random.split(key)
+
+    def row_total(v):
+        return row_sum(v, cfg.dlik.row_groups, cfg.dlik.replicated)
+
     chol = jnp.linalg.cholesky(Sigma)
     e = jax.random.normal(k_e, W.shape, dtype=jnp.float64)
     W_prop = (mu[zeta] + jnp.einsum("mab,mb->ma", chol[zeta], e)) * active[None, :]
@@ -135,7 +140,7 @@ def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: 
         B = jnp.stack([beta[m], beta[m + M]], axis=0)
         psi_p = psi + (new - old) @ B
         ll_p = score_psi(psi_p)
-        total_p = jnp.sum(ll_p)
+        total_p = row_total(ll_p)
 
         def accept(_):
             Phi_n = Phi.at[:, m].set(new[:, 0]).at[:, m + M].set(new[:, 1])
@@ -143,7 +148,7 @@ def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: 
 
         return lax.cond(log_u[m] < total_p - total, accept, lambda _: s, None)
 
-    s = (W, P, Phi, psi, ll, jnp.sum(ll), jnp.zeros((), jnp.int64))
+    s = (W, P, Phi, psi, ll, row_total(ll), jnp.zeros((), jnp.int64))
     W, P, _, _, _, _, acc = lax.fori_loop(0, M, body, s)
     return W, P, acc
 
@@ -231,7 +236,8 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     dparams = dlik.update(k_lik, Phi, dparams, data)
     const = dlik.row_constants(dparams, data)
     ll = dlik.row_loglik(Phi @ dparams["beta"], slice(None), const, dparams, data)
-    new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, jnp.sum(ll), st.sweep + 1, st.ibp_beta)
+    loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
+    new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
     new = canonical(new, active)
     first = jnp.full(cfg.M, cfg.M).at[zeta].min(jnp.arange(cfg.M))
     info = DeviceInfo(

@@ -1,0 +1,117 @@
+"""Sums over rows that give the same bits on one device or several.
+
+A sum over rows split between devices is, left to XLA, a partial sum on each device and then a
+sum of the partials: its rounding depends on the number of devices, and so would the chain.
+Here the rows are cut into a fixed number of contiguous *groups* (:func:`row_groups`: a divisor
+of 8 that divides ``N``), chosen from ``N`` alone, and every sum over rows is
+
+1. within each group, a fixed computation (one reduction, or a scan over blocks of
+   :data:`BLOCK_ROWS` rows), the groups side by side (``vmap``);
+2. the groups' partials made whole on every device (``replicated``: a sharding that copies the
+   small partials to every device, or None on one device), then added in group order.
+
+With the rows sharded over ``d`` devices, ``d`` dividing the number of groups, each device holds
+whole groups, so step 1 needs no communication and its numbers are those one device computes;
+step 2 is the same arithmetic everywhere. Sums inside a row (over its entries) never cross
+devices and need none of this.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import reduce
+from operator import add
+from typing import Any
+
+from . import jax
+
+jnp = jax.numpy
+lax = jax.lax
+
+#: Rows per block of a blocked sum (bounds the memory of a block's per-entry work).
+BLOCK_ROWS = 4096
+#: The most row groups: the device counts that give one chain are the divisors of this.
+MAX_GROUPS = 8
+
+
+def row_groups(n_rows: int) -> int:
+    """The number of row groups for `n_rows` rows: ``gcd(n_rows, 8)``."""
+    return math.gcd(int(n_rows), MAX_GROUPS)
+
+
+def _by_group(tree, replicated):
+    """Pin the group axis (the first) to the rows' devices, so that each device computes whole
+    groups with the shapes one device would (left to itself, XLA may split another axis)."""
+    if replicated is None:
+        return tree
+    spec = jax.sharding.PartitionSpec("rows")
+    return lax.with_sharding_constraint(tree, jax.sharding.NamedSharding(replicated.mesh, spec))
+
+
+def _on_groups(fn: Callable, ins: list, replicated):
+    """``fn(*ins)`` with each device running it on its own groups as a program of its own
+    (``shard_map``): left to XLA's partitioner, the sorts and scatters inside a sampler may be
+    split so that their rounding depends on the device count."""
+    if replicated is None:
+        return fn(*ins)
+    spec = jax.sharding.PartitionSpec("rows")
+    return jax.shard_map(fn, mesh=replicated.mesh, in_specs=(spec,) * len(ins), out_specs=spec,
+                         check_vma=False)(*ins)
+
+
+def _whole(partials, replicated):
+    if replicated is not None:
+        partials = lax.with_sharding_constraint(partials, replicated)
+    return jax.tree.map(lambda p: reduce(add, [p[g] for g in range(p.shape[0])]), partials)
+
+
+def grouped(a: jax.Array, groups: int) -> jax.Array:
+    """`a`'s rows (first axis) as ``(groups, N / groups, ...)``."""
+    return a.reshape((groups, a.shape[0] // groups) + a.shape[1:])
+
+
+def row_sum(v: jax.Array, groups: int, replicated: Any = None) -> jax.Array:
+    """``sum_i v[i]`` (and over any further axes' rows: ``v`` of shape ``(N, ...)`` gives ``(...)``)."""
+    parts = jnp.sum(_by_group(grouped(v, groups), replicated), axis=1)
+    return _whole(_by_group(parts, replicated), replicated)
+
+
+def rows_dot(A: jax.Array, B: jax.Array, groups: int, replicated: Any = None) -> jax.Array:
+    """``A^T B`` for ``A`` ``(N, p)``, ``B`` ``(N, q)`` (a sum over rows)."""
+    A, B = _by_group((grouped(A, groups), grouped(B, groups)), replicated)
+    return _whole(_by_group(jnp.einsum("gnp,gnq->gpq", A, B), replicated), replicated)
+
+
+def blocked_row_sum(
+    fn: Callable, start, arrays: list[jax.Array], groups: int, replicated: Any = None, fill=0.0
+):
+    """``start + sum over blocks b of fn(b, *block_arrays)``: the rows of each array cut into
+    groups, each group into blocks of at most :data:`BLOCK_ROWS` rows (the last padded with
+    `fill` for floating arrays, 0 otherwise), numbered ``b`` across the groups so that a block's
+    random numbers (``fold_in(key, b)``) do not depend on the devices. `fn` returns a pytree
+    shaped like `start`."""
+    n_group = arrays[0].shape[0] // groups
+    rows = min(BLOCK_ROWS, n_group)
+    n_blocks = -(-n_group // rows)
+    pad = n_blocks * rows - n_group
+
+    def cut(a):
+        value = fill if jnp.issubdtype(a.dtype, jnp.floating) else 0
+        a = jnp.pad(a, ((0, pad),) + ((0, 0),) * (a.ndim - 1), constant_values=value)
+        return a.reshape((n_blocks, rows) + a.shape[1:])
+
+    def one_group(g, *arrs):
+        def body(acc, blk):
+            part = fn(g * n_blocks + blk[0], *blk[1:])
+            return jax.tree.map(add, acc, part), None
+
+        zero = jax.tree.map(jnp.zeros_like, start)
+        acc, _ = lax.scan(body, zero, (jnp.arange(n_blocks), *[cut(a) for a in arrs]))
+        return acc
+
+    ins = [jnp.arange(groups)] + [grouped(a, groups) for a in arrays]
+    return jax.tree.map(add, start, _whole(_on_groups(jax.vmap(one_group), ins, replicated), replicated))
+
+
+__all__ = ["BLOCK_ROWS", "MAX_GROUPS", "blocked_row_sum", "grouped", "row_groups", "row_sum", "rows_dot"]
