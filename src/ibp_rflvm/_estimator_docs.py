@@ -102,7 +102,7 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         2022) that maximise the mixture's PSIS-LOO predictive density of the observed training
         entries, each chain scored on its own kept samples (``stacking_``). ``"pool"``: every
         kept sample weighs the same. One chain always has ``chain_weights_ == [1.0]``."""),
-    "stacking_max_entries": (f"int, default={MAX_ENTRIES:_}", """
+    "stacking_max_entries": (f"int, default={MAX_ENTRIES}", """
         At most about this many observed entries are scored for stacking (those of a fixed
         random subset of rows above it; the objective is a sum over entries, so a subset
         estimates it)."""),
