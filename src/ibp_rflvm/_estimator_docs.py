@@ -124,10 +124,10 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "backend": ('{"numba", "jax"}, default="numba"', """
         Where the count likelihoods' sweep does its ``N x J`` work: compiled CPU kernels, or
         JAX (the ``jax`` extra) on a GPU where JAX sees one, else the CPU. The same moves and
-        outputs; several chains then run one after another. The JAX backend's first fit in a
-        process compiles its device programs, which takes tens of seconds on a CPU (about
-        30-40 s for a small negative binomial fit on the project's 2-core machine; see
-        :doc:`/gpu`), and then never again for the fit."""),
+        outputs; several chains then run one after another. The first JAX fit in a process
+        compiles its device programs during its first sweep, which takes tens of seconds on a
+        CPU (14.5 s for a 200 x 50 negative binomial fit on the project's 2-core machine, whose
+        later fits took 0.3-0.4 s; :doc:`/gpu`, *Compilation, and fixed shapes*)."""),
 }
 
 #: name -> (type, description) of the fitted attributes. Properties get numpydoc's link to
