@@ -46,7 +46,10 @@ print(json.dumps({"version": ibp_rflvm.__version__, "files": files, "sha256": SH
 
 
 def _version() -> str:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
 
     return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 
