@@ -18,7 +18,7 @@ Unobserved entries. With some ``y_ij`` missing, the Poisson exposure of ``phi_k`
 Dirichlet and the theta-marginalised updates of ``p_k`` and ``r_k`` lose their negative-binomial
 form. We therefore keep the missing counts in the state and draw them each sweep from their
 conditional, ``y_ij ~ Poisson(sum_k theta_ik phi_kj)`` split over factors like the observed
-ones (the same data augmentation SPEC 2.1 prescribes for the Gaussian model). Given the completed
+ones (the same data augmentation the Gaussian model uses). Given the completed
 counts every conditional below is exact and conjugate, and the marginal chain targets the
 posterior given the observed entries only. An unobserved entry is never treated as a zero.
 

@@ -1,4 +1,4 @@
-"""Loaders for the data sets of the paper's Tables 1 and 2 (SPEC section 5).
+"""Loaders for the data sets of the paper's Tables 1 and 2 (docs/datasets.md).
 
 Every loader returns a :class:`Dataset`. Files are found in this order:
 

@@ -1,4 +1,4 @@
-"""Gaussian observation model (SPEC section 2.1).
+"""Gaussian observation model (docs/likelihoods.md).
 
 ``y_ij ~ N(phi_i^T beta_j, sigma_j^2)``, ``beta_j ~ N(0, sigma_j^2 I)``,
 ``sigma_j^2 ~ InvGamma(a0, b0)``. The chain integrates ``beta`` and ``sigma^2`` out; with
