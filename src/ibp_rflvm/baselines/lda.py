@@ -33,9 +33,9 @@ the plain collapsed sampler. The observed tokens are never changed.
 Metrics. Kept samples give ``phi^(s) = (n_kw + eta) / (n_k + W eta)``, ``theta^(s) =
 (n_dk + alpha) / (n_d + K alpha)`` (completed counts) and ``p_ij^(s) = sum_k theta_ik^(s)
 phi_kj^(s)``. Perplexity uses ``mean_s p_ij^(s)`` (docs/getting_started.md). The held-out log
-predictive density is the per-token one, ``sum_t y_t log(mean_s p_t^(s))``: the multinomial coefficient of a row's
-held-out words depends on how the held-out entries are grouped, so it is left out, and this
-LPD equals ``-log(perplexity) * sum_t y_t``.
+predictive density is the per-token one, ``sum_t y_t log(mean_s p_t^(s))``: the multinomial
+coefficient of a row's held-out words depends on how the held-out entries are grouped, so it is
+left out, and this LPD equals ``-log(perplexity) * sum_t y_t``.
 """
 
 from __future__ import annotations
