@@ -103,10 +103,11 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     followed by one row per chain (``chain 0``, ...) with the columns of :func:`chain_table`.
 
     With several chains, ``r_hat`` is ArviZ's rank-normalised split R-hat over all of them.
-    With one chain, the first and second halves of its kept draws are summarised as two chains
-    (:func:`halves_as_chains`), so that ``r_hat`` compares them (ArviZ would give NaN for one
-    chain): the split R-hat of one chain. ArviZ's rank-normalised R-hat splits each of the two
-    again, and its effective sizes count the draws of both halves.
+    With one chain, the diagnostics (MCSE, effective sizes, ``r_hat``) are those of the first
+    and second halves of its kept draws summarised as two chains (:func:`halves_as_chains`), so
+    that ``r_hat`` compares them (ArviZ would give NaN for one chain): the split R-hat of one
+    chain. ArviZ's rank-normalised R-hat splits each of the two again. The mean, sd and HDI are
+    those of all the chain's draws.
 
     The row ``effective_dims`` is the effective number of dimensions (see
     :mod:`ibp_rflvm.effective`). It is scored on the kept draws thinned to at most
@@ -114,7 +115,6 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     its statistics come from a separate ArviZ summary of that ``chains x thinned draws`` array
     (its ESS counts thinned draws).
     """
-    import arviz as az
     import pandas as pd
 
     idata = to_inference_data(posterior, Y_heldout)
@@ -126,14 +126,25 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     draws = {name: idata.posterior[name].values for name in var_names}
     dims = {"latent_distance": ["row_pair"]}
     coords = {"row_pair": idata.posterior["row_pair"].values}
-    if posterior.n_chains == 1:
-        draws = {name: halves_as_chains(values) for name, values in draws.items()}
-    table = az.summary(az.from_dict(posterior=draws, dims=dims, coords=coords), kind="all")
-    effective = effective_dimensions(posterior).astype(np.float64)
-    if posterior.n_chains == 1:
-        effective = halves_as_chains(effective)
-    effective_table = az.summary(az.from_dict(posterior={"effective_dims": effective}), kind="all")
-    return pd.concat([table, effective_table, chain_table(posterior)])
+    table = _arviz_summary(draws, dims, coords)
+    effective = {"effective_dims": effective_dimensions(posterior).astype(np.float64)}
+    return pd.concat([table, _arviz_summary(effective, {}, {}), chain_table(posterior)])
+
+
+def _arviz_summary(draws: dict[str, np.ndarray], dims: dict, coords: dict) -> Any:
+    """ArviZ's summary (``kind="all"``) of ``chains x draws (x ...)`` arrays. One chain: the
+    statistics (mean, sd, HDI) of all its draws, the diagnostics (MCSE, ESS, R-hat) of its
+    halves as two chains."""
+    import arviz as az
+    import pandas as pd
+
+    def summary(values: dict[str, np.ndarray], kind: str):
+        return az.summary(az.from_dict(posterior=values, dims=dims, coords=coords), kind=kind)
+
+    if next(iter(draws.values())).shape[0] > 1:
+        return summary(draws, "all")
+    halves = {name: halves_as_chains(values) for name, values in draws.items()}
+    return pd.concat([summary(draws, "stats"), summary(halves, "diagnostics")], axis=1)
 
 
 def halves_as_chains(draws: np.ndarray) -> np.ndarray:
