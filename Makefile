@@ -52,4 +52,4 @@ bench: $(STAMP)
 	$(DATA_ENV) $(BIN)/python benchmarks/bench_moves.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build src/*.egg-info docs/_build docs/_generated
+	rm -rf $(VENV) .pytest_cache build dist src/*.egg-info docs/_build docs/_generated docs/api
