@@ -1,8 +1,12 @@
 # Everything runs inside .venv; `make demo` and `make test` create it on a fresh machine.
+# `make demo` installs only the library (with its plotting), so that a first run takes about a
+# minute; `make test`, `lint`, `docs` and `bench` add every extra (docs/record/first_run.md).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
+EXTRAS := dev,baselines,dask,anndata,single-cell,docs,jax
 SHARED_DATA := $(abspath ../shared/datasets)
 DATA_ENV := $(if $(wildcard $(SHARED_DATA)),IBP_RFLVM_DATA=$(SHARED_DATA),)
 # The compiled kernels' cache, shared by the tests and the documentation's examples.
@@ -10,15 +14,21 @@ NUMBA_CACHE ?= $(abspath $(VENV))/numba-cache
 
 .PHONY: venv demo test lint docs bench clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# The library and its dependencies alone: what `make demo` needs.
+$(BASE_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	touch $(BASE_STAMP)
+
+# Every extra: the test suite, the baselines' references, Dask, AnnData and scanpy, the docs, JAX.
+$(STAMP): $(BASE_STAMP) pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,baselines,dask,anndata,single-cell,docs,jax]"
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(DATA_ENV) $(BIN)/ibp-rflvm demo --out results/demo
 
 LINTED := src tests benchmarks studies examples docs/conf.py docs/_ext
@@ -42,4 +52,4 @@ bench: $(STAMP)
 	$(DATA_ENV) $(BIN)/python benchmarks/bench_moves.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build src/*.egg-info docs/_build docs/_generated
+	rm -rf $(VENV) .pytest_cache build dist src/*.egg-info docs/_build docs/_generated docs/api

@@ -46,6 +46,18 @@ def test_fit_round_trip_on_csv_with_header_and_missing_cells(tmp_path, data, cap
     assert "2 unobserved entries" in capsys.readouterr().out
 
 
+def test_one_chain_summary_has_a_split_rhat(tmp_path, data):
+    import pandas as pd
+
+    path = tmp_path / "expr.csv"
+    _write_csv(path, data)
+    out = tmp_path / "out"
+    code = main(["fit", str(path), "--n-iter", "16", "--n-frequencies", "6", "--out", str(out), "--quiet"])
+    assert code == 0
+    table = pd.read_csv(out / "summary.csv", index_col=0)
+    assert np.isfinite(table.loc["loglik", "r_hat"])  # the halves of the one chain, not NaN
+
+
 def test_bad_cell_is_named_by_row_and_column(tmp_path, capsys):
     path = tmp_path / "bad.csv"
     path.write_text("a,b,c\n1,2,3\n4,abc,6\n7,8,9\n")

@@ -85,6 +85,29 @@ def test_summary_reports_rhat_and_ess_on_invariant_quantities(fitted):
     assert np.isfinite(table.loc["loglik", "r_hat"])
 
 
+def test_one_chain_gets_the_split_rhat_of_its_halves(caplog):
+    """One chain: R-hat compares its halves (as the guide says) instead of ArviZ's NaN and its
+    logged shape warning; the halves are the first and last n // 2 kept draws."""
+    import arviz as az
+
+    from ibp_rflvm.diagnostics import halves_as_chains
+
+    Y = make_cambridge(50, random_state=1)["Y"][:, :10]
+    m = IBPRFLVM(n_iter=19, n_frequencies=6, random_state=0).fit(Y)  # 10 kept: halves of 5
+    with caplog.at_level("WARNING"):
+        table = m.summary()
+    assert not [r for r in caplog.records if "Shape validation" in r.getMessage()]
+    kept = m.traces_["loglik"][:, 9:]
+    halves = halves_as_chains(kept)
+    np.testing.assert_array_equal(halves, [kept[0, :5], kept[0, 5:]])
+    assert np.isfinite(table.loc["loglik", "r_hat"])
+    assert table.loc["loglik", "r_hat"] == pytest.approx(float(az.rhat(halves)), abs=0.006)
+    assert np.isfinite(table.loc["effective_dims", "r_hat"])
+    np.testing.assert_array_equal(halves_as_chains(np.arange(7)[None]), [[0, 1, 2], [4, 5, 6]])
+    with pytest.raises(ValueError, match="one chain"):
+        halves_as_chains(np.zeros((2, 6)))
+
+
 def test_latent_distances_are_rotation_invariant():
     from ibp_rflvm.diagnostics import _pairwise
 

@@ -112,7 +112,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "ibp_rflvm.dimensions", "ibp_rflvm.embedding", "ibp_rflvm.diagnostics", "ibp_rflvm.view",
     ),
     # What a user calls.
-    ("ibp_rflvm.estimator", "ibp_rflvm.adata", "ibp_rflvm.baselines", "ibp_rflvm"),
+    (
+        "ibp_rflvm._fitting", "ibp_rflvm._estimator_docs", "ibp_rflvm.estimator", "ibp_rflvm.adata",
+        "ibp_rflvm.baselines", "ibp_rflvm",
+    ),
     # The reproduction of the paper and the command line.
     ("ibp_rflvm.evaluation", "ibp_rflvm.cli", "ibp_rflvm._cli_fit"),
 )

@@ -27,6 +27,20 @@ def test_latent_heat_map_without_labels_keeps_the_rows_and_says_so(close):
     assert labelled.axes[0].get_ylabel() == "observation (sorted by label)"
 
 
+def test_view_scatter_has_a_legend_only_with_labels(close):
+    rng = np.random.default_rng(0)
+    H, E = rng.standard_normal((40, 3)), rng.standard_normal((40, 2))
+    plain = latent_figure([H], ["model"], None, embeddings=[E])
+    close(plain)
+    (scatter,) = [ax for ax in plain.axes if ax.get_title().startswith("view")]
+    assert len(scatter.collections) == 1 and scatter.get_legend() is None  # no legend "0"
+    labelled = latent_figure([H], ["model"], np.arange(40) % 2, ["a", "b"], embeddings=[E])
+    close(labelled)
+    (scatter,) = [ax for ax in labelled.axes if ax.get_title().startswith("view")]
+    legend = scatter.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b"]
+
+
 @pytest.mark.parametrize("n_dims", [3, 10, 16, 25, 60, 230])
 def test_dimension_labels_stay_legible(n_dims, close):
     fig = latent_figure([np.ones((5, n_dims))], ["model"], None)

@@ -299,7 +299,7 @@ def check_positive(name: str, value) -> float:
 
 
 def resolve_burn_in(n_iter, burn_in) -> tuple[int, int]:
-    """Validated ``(n_iter, burn_in)``; the default burn-in is the first half (SPEC section 3)."""
+    """Validated ``(n_iter, burn_in)``; the default burn-in is the first half (the paper's protocol)."""
     n_iter = check_int("n_iter", n_iter, 1)
     if burn_in is None:
         burn_in = n_iter // 2

@@ -7,33 +7,7 @@ needed, though ``sc.pl.embedding(adata, basis="ibp_rflvm")`` then plots the resu
 
     ibp_rflvm(adata, layer="counts", mask_var="highly_variable", n_iter=200, random_state=0)
 
-What is written (``key`` is `key_added`, default ``"ibp_rflvm"``):
-
-* ``adata.obsm["X_ibp_rflvm"]`` (``adata.obsm[key]`` when `key_added` is given): the cells'
-  posterior embedding (the estimator's ``embedding_``, ``n_obs x embedding_dims_``): kernel
-  principal components of the posterior-mean kernel over every kept sample, which do not depend
-  on how any sample labels or splits its dimensions (:mod:`ibp_rflvm.embedding`);
-* ``adata.obsm["X_ibp_rflvm_sample"]`` (``f"{obsm key}_sample"``): the final posterior sample's
-  sparse latent positions ``X * Z`` (``latent_``, ``n_obs x K+``, most used dimension first),
-  whose exact zeros show which cells use which dimension;
-* ``adata.obsm["X_ibp_rflvm_view"]`` (``f"{obsm key}_view"``): the estimator's 2-D ``view()``, a
-  t-SNE map of the embedding that keeps each cell's neighbours, for a picture
-  (``sc.pl.embedding(adata, basis="ibp_rflvm_view")``; at least 5 cells);
-* ``adata.obsp["ibp_rflvm_neighbors_distances"]`` and ``["ibp_rflvm_neighbors_connectivities"]``
-  with ``adata.uns["ibp_rflvm_neighbors"]`` (``f"{key}_neighbors"``): the `n_neighbors` nearest
-  cells by posterior distance (Euclidean in all the embedding's components, up to
-  ``embedding.MAX_COMPONENTS``) and their UMAP connectivities, in scanpy's layout
-  (:mod:`ibp_rflvm.neighbors`), so ``sc.tl.umap(adata, neighbors_key="ibp_rflvm_neighbors")``
-  and ``sc.tl.leiden(adata, neighbors_key=...)`` run without ``sc.pp.neighbors``;
-* ``adata.uns[key]``: ``"params"`` (likelihood, layer, gene subset, sampler settings),
-  ``"dimension_usage"`` (fraction of cells using each column of the final sample's latent),
-  ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the chain of largest weight,
-  ``model.best_chain_``), ``"burn_in"``,
-  ``"embedding_dims"`` and ``"chain_weights"``;
-* ``adata.var``: the per-gene parameters of the likelihood as posterior means over the kept
-  samples (each chain's samples sharing its weight), ``f"{key}_dispersion"`` (negative binomial
-  ``r_j``) or ``f"{key}_noise_variance"`` (Gaussian ``sigma_j^2``); NaN for genes outside the
-  subset.
+What it writes: :func:`ibp_rflvm`'s docstring.
 
 ``adata.X`` and the layers are only read. The counts are passed on in their own format, a gene
 subset is taken by column indexing (sparse stays sparse), and only the estimator densifies the
@@ -73,20 +47,85 @@ def ibp_rflvm(
 ) -> AnnData | None:
     """Fit an :class:`~ibp_rflvm.IBPRFLVM` to the counts of `adata` and store the results.
 
+    A scanpy-style tool: the embedding, the final sample's sparse latent positions, a 2-D view
+    and a neighbour graph are written where scanpy looks for them (see Notes), so
+    ``sc.tl.umap`` and ``sc.tl.leiden`` run on the posterior's graph. Needs the ``anndata``
+    extra; :doc:`/single_cell` has a worked example.
+
     Parameters
     ----------
-    adata : the annotated data matrix (cells x genes).
-    layer : fit ``adata.layers[layer]`` instead of ``adata.X`` (use the raw counts).
-    mask_var : fit a subset of genes: the name of a boolean column of ``adata.var`` (for
-        example ``"highly_variable"``) or a boolean array of length ``n_vars``; default all.
-    likelihood : the observation model when `model` is not given (default negative binomial).
-    model : an unfitted :class:`~ibp_rflvm.IBPRFLVM` or :class:`~ibp_rflvm.RFLVM` to fit in
-        place of a new one; it is fitted in place, so the caller can score or transform with it.
-    key_added : key of the results in ``obsm``, ``uns`` and prefix of the ``var`` columns;
-        default ``obsm["X_ibp_rflvm"]``, ``uns["ibp_rflvm"]``, ``var["ibp_rflvm_*"]``.
-    copy : work on a copy of `adata` and return it; otherwise write into `adata`, return None.
-    n_neighbors : neighbours per cell (itself included, as in scanpy) of the graph in ``obsp``.
-    **params : estimator parameters (``n_iter``, ``random_state``, ...) when `model` is None.
+    adata : anndata.AnnData
+        The annotated data matrix, cells x genes. ``adata.X`` and the layers are only read.
+    layer : str or None, default=None
+        Fit ``adata.layers[layer]`` instead of ``adata.X`` (use the raw counts).
+    mask_var : str, array-like of bool or None, default=None
+        Fit a subset of genes: the name of a boolean column of ``adata.var`` (for example
+        ``"highly_variable"``) or a boolean array of length ``n_vars``; None fits all.
+    likelihood : str, default="negbinom"
+        The observation model when `model` is not given.
+    model : IBPRFLVM, RFLVM or None, default=None
+        An unfitted estimator to fit in place of a new one; it is fitted in place, so the
+        caller can score or transform with it afterwards.
+    key_added : str or None, default=None
+        Key of the results in ``obsm``, ``uns`` and prefix of the ``var`` columns; None:
+        ``obsm["X_ibp_rflvm"]``, ``uns["ibp_rflvm"]``, ``var["ibp_rflvm_*"]``.
+    copy : bool, default=False
+        Work on a copy of `adata` and return it; otherwise write into `adata`.
+    n_neighbors : int, default=15
+        Neighbours per cell (itself included, as in scanpy) of the graph in ``obsp``.
+    **params : dict
+        Estimator parameters (``n_iter``, ``random_state``, ...) when `model` is None.
+
+    Returns
+    -------
+    anndata.AnnData or None
+        The annotated copy with ``copy=True``; otherwise None (`adata` is written in place).
+
+    Raises
+    ------
+    TypeError
+        `adata` not an ``AnnData``, or `model` not an estimator of this package.
+    ValueError
+        A missing `layer` or `mask_var` column, a gene mask that selects nothing, estimator
+        parameters given both in `model` and as keywords, or counts the likelihood cannot take.
+
+    See Also
+    --------
+    ibp_rflvm.IBPRFLVM : The estimator fitted.
+
+    Notes
+    -----
+    What is written (``key`` is `key_added`, default ``"ibp_rflvm"``):
+
+    * ``adata.obsm["X_ibp_rflvm"]`` (``adata.obsm[key]`` when `key_added` is given): the cells'
+      posterior embedding (the estimator's ``embedding_``, ``n_obs x embedding_dims_``): kernel
+      principal components of the posterior-mean kernel over every kept sample, which do not depend
+      on how any sample labels or splits its dimensions (:mod:`ibp_rflvm.embedding`);
+    * ``adata.obsm["X_ibp_rflvm_sample"]`` (``f"{obsm key}_sample"``): the final posterior sample's
+      sparse latent positions ``X * Z`` (``latent_``, ``n_obs x K+``, most used dimension first),
+      whose exact zeros show which cells use which dimension;
+    * ``adata.obsm["X_ibp_rflvm_view"]`` (``f"{obsm key}_view"``): the estimator's 2-D ``view()``, a
+      t-SNE map of the embedding that keeps each cell's neighbours, for a picture
+      (``sc.pl.embedding(adata, basis="ibp_rflvm_view")``; at least 5 cells);
+    * ``adata.obsp["ibp_rflvm_neighbors_distances"]`` and ``["ibp_rflvm_neighbors_connectivities"]``
+      with ``adata.uns["ibp_rflvm_neighbors"]`` (``f"{key}_neighbors"``): the `n_neighbors` nearest
+      cells by posterior distance (Euclidean in all the embedding's components, up to
+      ``embedding.MAX_COMPONENTS``) and their UMAP connectivities, in scanpy's layout
+      (:mod:`ibp_rflvm.neighbors`), so ``sc.tl.umap(adata, neighbors_key="ibp_rflvm_neighbors")``
+      and ``sc.tl.leiden(adata, neighbors_key=...)`` run without ``sc.pp.neighbors``;
+    * ``adata.uns[key]``: ``"params"`` (likelihood, layer, gene subset, sampler settings),
+      ``"dimension_usage"`` (fraction of cells using each column of the final sample's latent),
+      ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the chain of largest weight,
+      ``model.best_chain_``), ``"burn_in"``,
+      ``"embedding_dims"`` and ``"chain_weights"``;
+    * ``adata.var``: the per-gene parameters of the likelihood as posterior means over the kept
+      samples (each chain's samples sharing its weight), ``f"{key}_dispersion"`` (negative binomial
+      ``r_j``) or ``f"{key}_noise_variance"`` (Gaussian ``sigma_j^2``); NaN for genes outside the
+      subset.
+
+    The counts are passed on in their own format, a gene subset is taken by column indexing
+    (sparse stays sparse), and only the estimator densifies the subset it samples
+    (:doc:`/memory`).
     """
     AnnDataType = _anndata_class()
     if not isinstance(adata, AnnDataType):

@@ -102,13 +102,19 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     """R-hat and bulk/tail effective sample sizes of the label-invariant quantities (a DataFrame),
     followed by one row per chain (``chain 0``, ...) with the columns of :func:`chain_table`.
 
+    With several chains, ``r_hat`` is ArviZ's rank-normalised split R-hat over all of them.
+    With one chain, the diagnostics (MCSE, effective sizes, ``r_hat``) are those of the first
+    and second halves of its kept draws summarised as two chains (:func:`halves_as_chains`), so
+    that ``r_hat`` compares them (ArviZ would give NaN for one chain): the split R-hat of one
+    chain. ArviZ's rank-normalised R-hat splits each of the two again. The mean, sd and HDI are
+    those of all the chain's draws.
+
     The row ``effective_dims`` is the effective number of dimensions (see
     :mod:`ibp_rflvm.effective`). It is scored on the kept draws thinned to at most
     ``EFFECTIVE_MAX_DRAWS`` per chain, which do not align with the other variables' draws, so
     its statistics come from a separate ArviZ summary of that ``chains x thinned draws`` array
     (its ESS counts thinned draws).
     """
-    import arviz as az
     import pandas as pd
 
     idata = to_inference_data(posterior, Y_heldout)
@@ -117,10 +123,39 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
         var_names.insert(2, "alpha")
     if _learns_beta(posterior):
         var_names.insert(3, "ibp_beta")
-    table = az.summary(idata, var_names=var_names, kind="all")
-    dims = effective_dimensions(posterior).astype(np.float64)
-    effective = az.from_dict(posterior={"effective_dims": dims})
-    return pd.concat([table, az.summary(effective, kind="all"), chain_table(posterior)])
+    draws = {name: idata.posterior[name].values for name in var_names}
+    dims = {"latent_distance": ["row_pair"]}
+    coords = {"row_pair": idata.posterior["row_pair"].values}
+    table = _arviz_summary(draws, dims, coords)
+    effective = {"effective_dims": effective_dimensions(posterior).astype(np.float64)}
+    return pd.concat([table, _arviz_summary(effective, {}, {}), chain_table(posterior)])
+
+
+def _arviz_summary(draws: dict[str, np.ndarray], dims: dict, coords: dict) -> Any:
+    """ArviZ's summary (``kind="all"``) of ``chains x draws (x ...)`` arrays. One chain: the
+    statistics (mean, sd, HDI) of all its draws, the diagnostics (MCSE, ESS, R-hat) of its
+    halves as two chains."""
+    import arviz as az
+    import pandas as pd
+
+    def summary(values: dict[str, np.ndarray], kind: str):
+        return az.summary(az.from_dict(posterior=values, dims=dims, coords=coords), kind=kind)
+
+    if next(iter(draws.values())).shape[0] > 1:
+        return summary(draws, "all")
+    halves = {name: halves_as_chains(values) for name, values in draws.items()}
+    return pd.concat([summary(draws, "stats"), summary(halves, "diagnostics")], axis=1)
+
+
+def halves_as_chains(draws: np.ndarray) -> np.ndarray:
+    """One chain's draws (``1 x n x ...``) as two chains, its first and second halves
+    (``2 x n // 2 x ...``; with an odd ``n`` the middle draw is left out), so that R-hat
+    compares the halves (the split R-hat of one chain) instead of being undefined."""
+    draws = np.asarray(draws)
+    if draws.shape[0] != 1:
+        raise ValueError(f"expected the draws of one chain; got {draws.shape[0]} chains")
+    half = draws.shape[1] // 2
+    return np.stack([draws[0, :half], draws[0, draws.shape[1] - half :]])
 
 
 def _learns_beta(posterior: Posterior) -> bool:

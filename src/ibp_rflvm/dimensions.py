@@ -1,7 +1,7 @@
 """How many latent dimensions a fit uses: posteriors of ``K+`` and of the effective number.
 
-``K+`` (the dimensions any row uses) is a trace of every sweep; the effective number (SPEC
-section 2.2) counts the dimensions whose removal costs the likelihood a real share of its gain
+``K+`` (the dimensions any row uses) is a trace of every sweep; the effective number
+(docs/sampler.md, section 6) counts the dimensions whose removal costs the likelihood a real share of its gain
 over none. :mod:`ibp_rflvm.effective` scores one sample; here it is applied to a
 :class:`~ibp_rflvm.posterior.Posterior`'s kept samples. Each sample costs one likelihood
 evaluation per dimension, so only an evenly thinned subset of each chain's kept samples (at most
@@ -105,15 +105,40 @@ class EffectiveDimensionsMixin:
     def effective_dimensions(
         self, threshold: float | None = None, max_draws: int | None = None, share: float = DEFAULT_SHARE
     ) -> np.ndarray:
-        """Effective dimensions of each chain's thinned kept samples (``chains x draws`` ints);
-        see :func:`ibp_rflvm.dimensions.effective_dimensions`."""
+        """Effective number of dimensions of each chain's thinned kept samples.
+
+        A dimension counts when removing it from a sample lowers the training log-likelihood by
+        a real share of the sample's gain over no latent dimensions (:doc:`/sampler`, section
+        6). Other thresholds reuse the stored scores, so comparing several costs nothing.
+
+        Parameters
+        ----------
+        threshold : float or None, default=None
+            None: count by `share`, a threshold free of the data's scale. A number: count a
+            dimension when removing it costs more than `threshold` nats per observed entry.
+        max_draws : int or None, default=None
+            At most this many kept samples per chain, thinned evenly with the last one included
+            (None: ``EFFECTIVE_MAX_DRAWS``, 50); 1 scores only the final sample, the one
+            ``latent_`` uses.
+        share : float, default=0.05
+            The share of the sample's gain a dimension must carry (with ``threshold=None``).
+
+        Returns
+        -------
+        ndarray of int of shape (n_chains, n_draws)
+            The effective number of dimensions of each chain's thinned draws
+            (``effective_draws_`` gives their indices among the kept samples).
+        """
         return effective_dimensions(self._posterior(), threshold, max_draws, share)
 
     @property
     def effective_dims_(self) -> np.ndarray:
-        """Effective dimensions at the default share of the gain, ``chains x draws``; the draws are the
-        kept samples thinned evenly to at most ``EFFECTIVE_MAX_DRAWS`` per chain
-        (``effective_draws_`` gives their indices among the kept samples)."""
+        """Effective number of dimensions of each chain's thinned draws, ``n_chains x n_draws``.
+
+        At the default share of the gain (:meth:`effective_dimensions`); the draws are the kept
+        samples thinned evenly to at most ``EFFECTIVE_MAX_DRAWS`` (50) per chain
+        (``effective_draws_`` gives their indices among the kept samples).
+        """
         return self.effective_dimensions()
 
     @property
@@ -123,13 +148,19 @@ class EffectiveDimensionsMixin:
 
     @property
     def effective_dims_posterior_(self) -> dict[int, float]:
-        """Posterior of the effective number of dimensions: value -> probability over all
-        chains' thinned draws, chain ``k``'s draws sharing its weight ``chain_weights_[k]``
-        (ascending values; probabilities sum to 1)."""
+        """Posterior of the effective number of dimensions, as a dict from value to probability.
+
+        Over all chains' thinned draws (``effective_dims_``), chain ``k``'s draws sharing its
+        weight ``chain_weights_[k]``; ascending values, probabilities summing to 1.
+        """
         return effective_dims_posterior(self._posterior())
 
     @property
     def k_plus_posterior_(self) -> dict[int, float]:
-        """Posterior of ``K+`` (the dense model: its fixed ``D``) over the kept sweeps, chain
-        ``k``'s sweeps sharing its weight ``chain_weights_[k]``."""
+        """Posterior of ``K+`` over the kept sweeps, as a dict from value to probability.
+
+        Chain ``k``'s kept sweeps share its weight ``chain_weights_[k]``; ascending values,
+        probabilities summing to 1. The dense model's is its fixed `n_components` with
+        probability 1.
+        """
         return k_plus_posterior(self._posterior())

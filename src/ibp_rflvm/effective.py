@@ -1,4 +1,4 @@
-"""Effective number of latent dimensions (SPEC section 2.2, last paragraphs; section 7).
+"""Effective number of latent dimensions (docs/sampler.md, section 6).
 
 The posterior of ``K+`` counts every represented dimension, including ones whose ``x`` values
 or frequency coordinates are so small that the features barely notice them: such a dimension

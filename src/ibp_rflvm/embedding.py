@@ -9,7 +9,7 @@ summing to one) gives a block ``B_s`` of per-row quantities, and the posterior-m
 
     Kbar = sum_s w_s B_s B_s^T
 
-is invariant to all those changes (SPEC section 2.3), and so are its distances
+is invariant to all those changes (docs/embedding.md, section 1), and so are its distances
 ``Kbar_ii + Kbar_jj - 2 Kbar_ij``: posterior-expected squared distances between rows. Two blocks
 are offered (:data:`KERNELS`):
 
@@ -301,18 +301,23 @@ class PosteriorEmbeddingMixin:
 
     @property
     def embedding_dims_(self) -> int:
-        """The fit's own embedding dimension: the fewest kernel principal components that carry
-        90% of the centred posterior kernel's trace (``VARIANCE_SHARE``), raised to the latent's
-        width (the posterior median of ``K+``; the dense model's ``D``) where that is more, and
-        at most the components there are. It can exceed the data's number of columns ``J``: see
-        ``embedding_``."""
+        """The width of ``embedding_``: the fit's own embedding dimension.
+
+        The fewest kernel principal components that carry 90% of the centred posterior
+        kernel's trace (``VARIANCE_SHARE``), raised to the latent's width (the posterior median
+        of ``K+``; the dense model's `n_components`) where that is more, and at most the
+        components there are. It can exceed the data's number of columns: see ``embedding_``.
+        """
         return own_dimension(self._posterior())
 
     @property
     def embedding_(self) -> np.ndarray:
-        """Posterior embedding of the training rows, ``N x embedding_dims_``: kernel principal
-        components of the posterior-mean kernel, invariant to how any sample labels, flips,
-        rotates or splits its latent dimensions (:mod:`ibp_rflvm.embedding`).
+        """Posterior embedding of the training rows, ``n_samples x embedding_dims_``.
+
+        Kernel principal components of the posterior-mean kernel over every chain's kept
+        samples, invariant to how any sample labels, flips, rotates or splits its latent
+        dimensions (:doc:`/embedding`). Use it, not ``latent_``, for coordinates that
+        summarise the posterior; for a picture use :meth:`view`.
 
         Its width is not bounded by the data's ``J`` columns, for two reasons. The kernel is a
         mixture: one sample's block has rank at most ``J``, but samples, and chains in other
@@ -324,33 +329,79 @@ class PosteriorEmbeddingMixin:
         return posterior_embedding(self._posterior()).scores[:, : self.embedding_dims_].copy()
 
     def embedding(self, n_components: int) -> np.ndarray:
-        """The training rows' first `n_components` kernel principal components of the posterior
-        (the leading columns of ``embedding_``), as coordinates for computation.
+        """The training rows' first `n_components` kernel principal components of the posterior.
 
-        The first coordinates are the same whatever `n_components`; at most as many as the
-        centred posterior kernel has non-zero eigenvalues (and ``MAX_COMPONENTS``). Two of them
-        are a linear projection that loses most of who is near whom: for a picture use
-        :meth:`view`.
+        The leading columns of ``embedding_``, as coordinates for computation: the first
+        coordinates are the same whatever `n_components`. Two of them are a linear projection
+        that loses most of who is near whom: for a picture use :meth:`view`.
+
+        Parameters
+        ----------
+        n_components : int
+            At least 1, at most as many as the centred posterior kernel has non-zero
+            eigenvalues (and ``MAX_COMPONENTS``, 50).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            The embedded training rows.
+
+        Raises
+        ------
+        ValueError
+            `n_components` not a positive integer, or more than the kernel has.
         """
         emb = posterior_embedding(self._posterior())
         n = check_n_components(n_components, emb.n_available)
         return emb.scores[:, :n].copy()
 
     def view(self, n_components: int = 2, random_state: int = 0) -> np.ndarray:
-        """A 2-D (or 3-D) picture of the training rows that keeps the posterior's
-        neighbourhoods: a t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`). Near rows
-        are near under the posterior kernel; distances between clusters mean nothing. The same
-        fit gives the same picture. Computed on first use and kept."""
+        """A 2-D (or 3-D) picture of the training rows that keeps the posterior's neighbourhoods.
+
+        A t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`): near rows are near under
+        the posterior kernel; distances between clusters mean nothing. The same fit gives the
+        same picture. Computed on first use and kept (:doc:`/embedding`, section 4).
+
+        Parameters
+        ----------
+        n_components : {2, 3}, default=2
+            Dimensions of the picture.
+        random_state : int, default=0
+            Handed to scikit-learn's ``TSNE``; it does not change the picture, whose start is
+            the principal axes of ``embedding_`` (:mod:`ibp_rflvm.view`), so the view is a
+            function of the fit alone.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            The training rows' positions in the picture.
+        """
         from .view import view
 
         post = self._posterior()
         return post.memo(("view", int(n_components)), lambda: view(self, n_components, random_state)).copy()
 
     def view_new_rows(self, Y_new, n_components: int = 2, **embed_kw) -> np.ndarray:
-        """New rows placed in :meth:`view`'s picture: :meth:`embed` positions them in the
-        posterior embedding, then each lands at the weighted mean of the view positions of its
-        nearest training rows (t-SNE has no map for unseen rows, so they are interpolated, not
-        optimised into the picture). `embed_kw` goes to :meth:`embed`."""
+        """New rows placed in :meth:`view`'s picture.
+
+        :meth:`embed` positions them in the posterior embedding, then each lands at the
+        weighted mean of the view positions of its nearest training rows: t-SNE has no map for
+        unseen rows, so they are interpolated, not optimised into the picture.
+
+        Parameters
+        ----------
+        Y_new : array-like or scipy.sparse matrix of shape (n_new, n_features)
+            New rows, as in :meth:`transform`.
+        n_components : {2, 3}, default=2
+            Dimensions of the picture (that of ``view(n_components)``).
+        **embed_kw : dict
+            Arguments of :meth:`embed` (`n_draws`, `n_sweeps`, `missing_mask`, ...).
+
+        Returns
+        -------
+        ndarray of shape (n_new, n_components)
+            The new rows' positions in the training rows' picture.
+        """
         from .view import view_new_rows
 
         return view_new_rows(self, Y_new, self.view(n_components), **embed_kw)
@@ -366,16 +417,39 @@ class PosteriorEmbeddingMixin:
         missing_mask=None,
         size_factors=None,
     ) -> np.ndarray:
-        """New rows placed in the training rows' posterior embedding (``n_new x n_components``,
-        default ``embedding_dims_``).
+        """New rows placed in the training rows' posterior embedding.
 
         Under each of `n_draws` kept samples per chain (evenly spaced among those the embedding
         uses, with the weights it gives them) the new rows' latent positions are sampled as in
-        :meth:`transform` (`n_sweeps`, `burn_in`), their kernel block averaged over the kept
-        sweeps, and projected on the training embedding's components. A training row given as a
-        new row lands near its own coordinates: exactly there if its sampled latent positions
-        were the training chain's and every embedding sample were used (`n_draws` at least
-        ``EMBEDDING_MAX_DRAWS``), since the projection of the training blocks is the embedding.
+        :meth:`transform`, their kernel block averaged over the kept sweeps, and projected on
+        the training embedding's components. A training row given as a new row lands near its
+        own coordinates: exactly there if its sampled latent positions were the training
+        chain's and every embedding sample were used (`n_draws` at least
+        ``EMBEDDING_MAX_DRAWS``, 50).
+
+        Parameters
+        ----------
+        Y_new : array-like or scipy.sparse matrix of shape (n_new, n_features)
+            New rows; NaN (dense) or `missing_mask` marks unobserved entries.
+        n_components : int or None, default=None
+            Coordinates to return (None: ``embedding_dims_``).
+        n_draws : int, default=10
+            Kept samples per chain under which the new rows are sampled.
+        n_sweeps : int, default=40
+            Sweeps of the new rows' sampler under each sample.
+        burn_in : int, default=15
+            Sweeps discarded before averaging; must be smaller than `n_sweeps`.
+        random_state : int, numpy.random.Generator or None, default=None
+            Seed of the new rows' sampler (None: 0, so that the result is repeatable).
+        missing_mask : array-like of bool of shape (n_new, n_features), default=None
+            ``True`` marks an unobserved entry, as in :meth:`fit`.
+        size_factors : array-like of shape (n_new,), default=None
+            The new rows' size factors, as in :meth:`transform`.
+
+        Returns
+        -------
+        ndarray of shape (n_new, n_components)
+            The new rows' coordinates, comparable with ``embedding_``'s leading columns.
         """
         post = self._posterior()
         emb = posterior_embedding(post)

@@ -84,7 +84,7 @@ def latent_figure(
         n_rows, len(latents), figsize=(panel * len(latents) + 1.0, 5.0 * n_rows), squeeze=False
     )
     if scatter:
-        _embedding_row(axes[1], embeddings, labels, label_names)
+        _embedding_row(axes[1], embeddings, labels if have_labels else None, label_names)
     for ax, H, title in zip(axes[0], latents, titles, strict=True):
         H = np.asarray(H)[order]
         lim = float(np.nanmax(np.abs(H))) if H.size else 1.0
@@ -122,8 +122,10 @@ def latent_figure(
     return fig
 
 
-def _embedding_row(axes, embeddings, labels: np.ndarray, label_names) -> None:
-    values = np.unique(labels)
+def _embedding_row(axes, embeddings, labels: np.ndarray | None, label_names) -> None:
+    """Each 2-D view as a scatter, coloured by label with a legend; one colour and no legend
+    without labels (None)."""
+    values = np.unique(labels) if labels is not None else np.zeros(1, dtype=int)
     colours = plt.get_cmap("tab10" if values.size <= 10 else "tab20")
     for ax, E in zip(axes, embeddings, strict=True):
         if E is None:
@@ -131,14 +133,14 @@ def _embedding_row(axes, embeddings, labels: np.ndarray, label_names) -> None:
             continue
         E = np.asarray(E)
         for i, v in enumerate(values):
-            pick = labels == v
+            pick = labels == v if labels is not None else slice(None)
             name = label_names[int(v)] if label_names is not None and int(v) < len(label_names) else str(v)
             ax.scatter(E[pick, 0], E[pick, 1], s=4, color=colours(i % colours.N), label=name)
         ax.set_title("view: t-SNE of the posterior embedding", fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
     first = next((ax for ax, E in zip(axes, embeddings, strict=True) if E is not None), None)
-    if first is not None:
+    if first is not None and labels is not None:
         first.legend(fontsize=6, markerscale=2, loc="best")
 
 

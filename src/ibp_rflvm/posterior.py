@@ -31,14 +31,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(frozen=True, eq=False)
 class Posterior:
-    """The chains of one fit and what combines them.
+    """The chains of one fit and what combines them (an estimator's ``posterior_``).
 
-    ``chains`` holds each chain's :class:`~ibp_rflvm.mcmc.record.ChainResult` (final state,
-    per-sweep traces and kept samples), ``data`` the training data as the sampler saw them,
-    ``spec`` the model, ``chain_starts`` each chain's starting number of dimensions,
-    ``stacking`` the chains' weights and their PSIS-LOO scores, ``burn_in`` the sweeps before
-    the first kept sample. Derived values that cost a pass over the samples (the
-    reconstruction, effective dimensions, the embedding) are computed once, on first use.
+    Derived values that cost a pass over the samples (the reconstruction, effective dimensions,
+    the embedding) are computed once, on first use.
+
+    Parameters
+    ----------
+    chains : tuple of ibp_rflvm.mcmc.record.ChainResult
+        Each chain's final state, per-sweep traces and kept samples.
+    data : Data
+        The training data as the sampler saw them.
+    spec : ModelSpec
+        The model.
+    chain_starts : ndarray of shape (n_chains,)
+        Each chain's starting number of dimensions.
+    stacking : ibp_rflvm.stacking.ChainWeights
+        The chains' weights and their PSIS-LOO scores.
+    burn_in : int
+        The sweeps before the first kept sample.
     """
 
     chains: tuple[ChainResult, ...]

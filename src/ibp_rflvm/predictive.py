@@ -84,7 +84,7 @@ def heldout_shares(posterior: Posterior, Y_heldout, missing_mask=None, owner: st
 
 def perplexity(posterior: Posterior, Y_heldout, missing_mask=None, owner: str = _FIT) -> float:
     """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p`` of :func:`heldout_shares`
-    (SPEC section 3); count likelihoods only."""
+    (:doc:`/getting_started`, *Held-out scores*); count likelihoods only."""
     lik = posterior.spec.likelihood
     if lik.kind != "counts":
         raise ValueError(
@@ -135,19 +135,52 @@ class PredictiveMixin(TransformerMixin):
     """
 
     def pointwise_log_predictive(self, Y_heldout, missing_mask=None) -> np.ndarray:
-        """``S x n_test`` log densities ``log p(y_t | theta_s)`` of the held-out entries.
+        """Log density of each held-out entry under each kept sample.
 
-        `Y_heldout` has the training shape; the entries scored are those not NaN and not
-        ``True`` in `missing_mask` (as in :meth:`fit`, ``True`` = not there to score). A sparse
-        `Y_heldout` without a mask scores every entry, zeros included: pass the mask of the
-        entries that were not held out (see :func:`ibp_rflvm.holdout_mask`).
+        Parameters
+        ----------
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; the entries
+            scored are those not NaN and not ``True`` in `missing_mask`. A sparse `Y_heldout`
+            without a mask scores every entry, zeros included: pass the mask of the entries
+            that were not held out (see :func:`ibp_rflvm.holdout_mask`).
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score (as in :meth:`fit`, ``True`` = not there).
+
+        Returns
+        -------
+        ndarray of shape (n_kept_samples, n_heldout)
+            ``log p(y_t | theta_s)``, one row per kept sample of every chain (chains in order),
+            one column per scored entry (row-major order); the matrix behind :meth:`score`,
+            :meth:`log_predictive_density` and ArviZ's ``log_likelihood`` group.
         """
         return pointwise_log_predictive(self._posterior(), Y_heldout, missing_mask, type(self).__name__)
 
     def perplexity(self, Y_heldout, missing_mask=None) -> float:
-        """Held-out perplexity ``exp(-sum y log p / sum y)`` with ``p_ij`` the posterior mean of
-        each row's predicted share ``mu_ij / sum_j' mu_ij'`` (SPEC section 3). Held-out entries
-        as in :meth:`pointwise_log_predictive`."""
+        """Held-out perplexity of count data (lower is better).
+
+        Parameters
+        ----------
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; the entries
+            scored are those not NaN and not ``True`` in `missing_mask`. A sparse `Y_heldout`
+            without a mask scores every entry, zeros included: pass the mask of the entries
+            that were not held out (see :func:`ibp_rflvm.holdout_mask`).
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score (as in :meth:`fit`, ``True`` = not there).
+
+        Returns
+        -------
+        float
+            ``exp(-sum y log p / sum y)`` over the held-out counts ``y``, with ``p_ij`` the
+            posterior mean of row ``i``'s predicted share ``mu_ij / sum_j' mu_ij'``
+            (:doc:`/getting_started`, *Held-out scores*).
+
+        Raises
+        ------
+        ValueError
+            For a likelihood that is not for counts (use :meth:`score`).
+        """
         post = self._posterior()
         if post.spec.likelihood.kind != "counts":
             raise ValueError(
@@ -162,23 +195,85 @@ class PredictiveMixin(TransformerMixin):
     ) -> np.ndarray:
         """Latent positions ``X * Z`` of new rows, as their posterior mean.
 
-        `Y_new` is dense (NaN allowed) or ``scipy.sparse``; `missing_mask` as in :meth:`fit`.
-        See :func:`ibp_rflvm.predictive.new_rows` for how they are sampled. With a count
-        likelihood fitted with ``size_factors="total"`` the new rows' factors come from their
-        own counts; one fitted with an array needs the new rows' `size_factors` here.
+        The new rows' ``x`` and ``z`` are sampled against the best chain's final sample (its
+        frequencies, weights and sticks), which fixes the coordinate system: the columns are
+        those of ``latent_``. For coordinates that summarise every kept sample use
+        :meth:`embed`.
+
+        Parameters
+        ----------
+        Y_new : array-like or scipy.sparse matrix of shape (n_new, n_features)
+            New rows; NaN (dense) or `missing_mask` marks unobserved entries.
+        n_sweeps : int, default=60
+            Sweeps of the new rows' sampler (elliptical slice sampling for ``x``, Gibbs for
+            ``z``).
+        burn_in : int, default=20
+            Sweeps discarded before averaging; must be smaller than `n_sweeps`.
+        random_state : int, numpy.random.Generator or None, default=None
+            Seed of the new rows' sampler (None: 0, so that the result is repeatable).
+        missing_mask : array-like of bool of shape (n_new, n_features), default=None
+            ``True`` marks an unobserved entry, as in :meth:`fit`.
+        size_factors : array-like of shape (n_new,), default=None
+            The new rows' size factors, for a count likelihood fitted with an array of them;
+            one fitted with ``size_factors="total"`` takes them from the new rows' own counts.
+
+        Returns
+        -------
+        ndarray of shape (n_new, K+)
+            The posterior mean of each new row's latent position.
+
+        Raises
+        ------
+        ValueError
+            New rows with another number of columns than the training data, or data the
+            likelihood cannot take.
         """
         post = self._posterior()
         name = type(self).__name__
         return new_rows(post, Y_new, n_sweeps, burn_in, random_state, missing_mask, size_factors, name)[0]
 
     def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
-        """Held-out LPD: sum over the held-out entries of ``log (1/S) sum_s p(y_ij | theta_s)``
-        (entries as in :meth:`pointwise_log_predictive`)."""
+        """Held-out log predictive density, summed over the held-out entries.
+
+        Parameters
+        ----------
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; the entries
+            scored are those not NaN and not ``True`` in `missing_mask`. A sparse `Y_heldout`
+            without a mask scores every entry, zeros included: pass the mask of the entries
+            that were not held out (see :func:`ibp_rflvm.holdout_mask`).
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score (as in :meth:`fit`, ``True`` = not there).
+
+        Returns
+        -------
+        float
+            ``sum_t log sum_s w_s p(y_t | theta_s)``: each entry's density averaged over the
+            kept samples, sample ``s`` weighted by its chain's weight spread over the chain's
+            samples (``1/S`` each for one chain).
+        """
         return log_predictive_density(self._posterior(), Y_heldout, missing_mask, type(self).__name__)
 
     def score(self, Y_heldout, y=None, missing_mask=None) -> float:
-        """Mean held-out log predictive density per scored entry (entries as in
-        :meth:`pointwise_log_predictive`)."""
+        """Mean held-out log predictive density per scored entry (higher is better).
+
+        Parameters
+        ----------
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; the entries
+            scored are those not NaN and not ``True`` in `missing_mask`. A sparse `Y_heldout`
+            without a mask scores every entry, zeros included: pass the mask of the entries
+            that were not held out (see :func:`ibp_rflvm.holdout_mask`).
+        y : None
+            Ignored; there for scikit-learn's API.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score (as in :meth:`fit`, ``True`` = not there).
+
+        Returns
+        -------
+        float
+            :meth:`log_predictive_density` divided by the number of scored entries.
+        """
         logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
         return lpd_from_samples(logp, self._posterior().sample_weights) / logp.shape[1]
 

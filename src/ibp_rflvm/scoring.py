@@ -53,7 +53,7 @@ def perplexity(y_test: np.ndarray, p_test: np.ndarray) -> float:
     """``exp(-sum_t y_t log p_t / sum_t y_t)`` over held-out count entries.
 
     `p_test` holds each test entry's predicted probability of its word/column within its row,
-    already averaged over posterior samples (SPEC section 3).
+    already averaged over posterior samples (the paper's protocol, docs/reproducing.md).
     """
     y_test = np.asarray(y_test, dtype=np.float64)
     p_test = np.asarray(p_test, dtype=np.float64)
@@ -88,7 +88,7 @@ def pointwise_logpdf(
     """``S x n`` log densities ``log p(y_t | theta_s)`` of entries `vals` of training rows
     ``unique_rows[row_pos]`` and columns `cols`, one row per kept sample (``H``, ``W``,
     ``params``). For the collapsed Gaussian each sample carries the ``(beta_j, sigma_j^2)`` drawn
-    given its features (SPEC 2.1), so an entry's density is a plain normal."""
+    given its features (docs/likelihoods.md), so an entry's density is a plain normal."""
     lik = spec.likelihood
     kw = rows_kw(lik, unique_rows)
     out = np.empty((len(samples), vals.size))

@@ -9,7 +9,7 @@ each chain's kept samples give the pointwise log-likelihoods ``log p(y_ij | thet
 (:func:`psis_loo`) turns them into ``log p_k(y_ij | y_-ij)`` with a Pareto ``k`` diagnostic per
 entry, and the weights maximise ``sum_ij log sum_k w_k p_k(y_ij | y_-ij)``. A row's latent
 position depends on all its entries, so leaving one entry out moves the posterior little and the
-importance ratios stay usable; leaving out whole rows would not (SPEC section 2.3).
+importance ratios stay usable; leaving out whole rows would not (docs/embedding.md, section 2).
 
 On large data the observed entries of a random subset of rows, about ``max_entries`` of them,
 are scored (a fixed seed, so the weights are a deterministic function of the fit): the objective

@@ -22,10 +22,10 @@ class ModelSpec:
     a fixed number of dimensions `n_dims`). With the IBP on, `n_dims` is the initial number.
     `use_likelihood=False` samples from the prior (used by the sampler checks).
 
-    `moves` adds the dimension moves of SPEC 2.2 to every IBP sweep (joint ``(z, x)`` flips and
-    singleton birth/death, with new ``x`` proposed from ``N(0, flip_scale^2)``); `scaled_start`
-    scales the PCA start so that ``H W^T`` has variance about 2 whatever the number of
-    dimensions. Both are the library's default; the paper's sweep and start are
+    `moves` adds the dimension moves (docs/sampler.md, section 2) to every IBP sweep (joint
+    ``(z, x)`` flips and singleton birth/death, with new ``x`` proposed from
+    ``N(0, flip_scale^2)``); `scaled_start` scales the PCA start so that ``H W^T`` has variance
+    about 2 whatever the number of dimensions. Both are the library's default; the paper's sweep and start are
     ``moves=False, scaled_start=False``. `max_dims` caps ``K+``: the joint prior of
     ``(alpha, Z)`` conditioned on ``K+ <= max_dims`` (:mod:`.samplers.ibp`; None: the plain
     IBP). `transfer_min_cos` adds the row transfers of :mod:`.samplers.transfer` to the moves,

@@ -24,7 +24,7 @@ from ibp_rflvm.scoring import gaussian_logpdf, heldout_entries, lpd_from_samples
 
 def test_ibp_prior_through_the_model():
     """With the data switched off, ``K+ ~ Poisson(alpha H_N)`` and each row's number of active
-    dimensions ``~ Poisson(alpha)`` (SPEC section 7)."""
+    dimensions ``~ Poisson(alpha)`` (the prior check of docs/sampler.md)."""
     n, alpha, burn = 10, 2.0, 200
     Y = np.random.default_rng(0).standard_normal((n, 2))
     m = IBPLinearFactorModel(
@@ -39,7 +39,7 @@ def test_ibp_prior_through_the_model():
     assert abs(var_mean - target) < 4 * var_se, (var_mean, target, var_se)
     row_mean, row_se = batch_mean_se(m.mean_active_per_row_[burn:])
     assert abs(row_mean - alpha) < 4 * row_se, (row_mean, alpha, row_se)
-    # Enough power to see the pi*-start mistake of SPEC section 2 (mean 2.7).
+    # Enough power to see the pi*-start mistake of samplers/ibp.py (mean 2.7).
     assert 4 * se < 1.0
     # fixed_alpha holds alpha where it was put.
     assert np.all(m.alpha_trace_ == alpha)

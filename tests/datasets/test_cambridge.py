@@ -1,4 +1,4 @@
-"""Cambridge bars (SPEC section 5 generator): what the IBP-RFLVM learns about the dimension.
+"""Cambridge bars (the paper's synthetic data, make_cambridge): what the IBP-RFLVM learns about the dimension.
 
 The exact sampler moves between modes of the dimension slowly (see README, "Known
 limitation"), so the concentration check starts the chain in the true configuration and asks

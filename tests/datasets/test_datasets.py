@@ -1,4 +1,4 @@
-"""Tests for the data-set loaders (SPEC section 5).
+"""Tests for the data-set loaders (docs/datasets.md).
 
 Tests that read the real files need ``IBP_RFLVM_DATA`` pointing at the shared data folder and
 are skipped otherwise; the resolution, checksum and download tests build their own files.

@@ -1,4 +1,4 @@
-"""The dimension moves of SPEC 2.2: acceptance ratios, and the row caches they keep.
+"""The dimension moves (docs/sampler.md, section 2): acceptance ratios, and the row caches they keep.
 
 The moves' exactness is checked where the whole sweep is: the IBP prior check
 (tests/samplers/test_ibp.py) and the joint-distribution tests (tests/test_joint_distribution.py,

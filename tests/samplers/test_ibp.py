@@ -1,4 +1,4 @@
-"""The IBP slice sampler against the IBP prior (SPEC section 7).
+"""The IBP slice sampler against the IBP prior (docs/sampler.md).
 
 With the likelihood switched off, ``K+ ~ Poisson(alpha H_N)`` and each row's number of active
 dimensions ``~ Poisson(alpha)``. Tolerances come from batch-means Monte Carlo standard errors.
@@ -93,7 +93,7 @@ def test_ibp_prior_matches_poisson(data_cols, moves, pairs_per_dim):
     # Every coordinate is N(0, 1) under the prior, used or not: the transfers rescale them.
     x2_mean, x2_se = batch_mean_se(x2)
     assert abs(x2_mean - 1.0) < 4 * x2_se, (x2_mean, x2_se)
-    # The mistake SPEC section 2 warns of gives 2.7; make sure the test could see it.
+    # The pi*-start mistake samplers/ibp.py warns of gives 2.7; make sure the test could see it.
     assert 4 * se < 1.0
 
 

@@ -1,4 +1,6 @@
-"""The two-parameter IBP: its closed form, the update of ``beta`` and the prior checks (SPEC section 7).
+"""The two-parameter IBP: its closed form, the update of ``beta`` and the prior checks.
+
+The guide's account: docs/sampler.md, section 10.
 
 With the likelihood off, a fixed ``beta`` gives ``K+ ~ Poisson(alpha sum_i beta / (beta + i - 1))``
 and each row's count ``~ Poisson(alpha)``; a learned ``beta`` must come back with its prior.

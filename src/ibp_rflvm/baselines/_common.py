@@ -42,7 +42,7 @@ def dirichlet_rows(rng: np.random.Generator, conc: np.ndarray) -> np.ndarray:
 
 
 class CountScoresMixin:
-    """Held-out metrics for count models (SPEC section 3).
+    """Held-out metrics for count models (the paper's, :doc:`/getting_started`, *Held-out scores*).
 
     Subclasses provide ``_sample_row_probs(rows, cols)`` (``S x T``: each sample's probability
     of column ``cols[t]`` within row ``rows[t]``, i.e. ``mu_ij / sum_j' mu_ij'``) and
@@ -52,19 +52,57 @@ class CountScoresMixin:
     _fitted_attr = "latent_"
 
     def perplexity(self, Y_heldout) -> float:
-        """``exp(-sum_t y_t log p_t / sum_t y_t)`` with ``p_t`` the sample-averaged row share."""
+        """Held-out perplexity (lower is better).
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out counts of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            ``exp(-sum_t y_t log p_t / sum_t y_t)`` with ``p_t`` the kept samples' mean share
+            of the entry's column within its row.
+        """
         check_fitted(self, self._fitted_attr)
         rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
         p = self._sample_row_probs(rows, cols).mean(axis=0)
         return perplexity(vals, p)
 
     def log_predictive_density(self, Y_heldout) -> float:
+        """Held-out log predictive density, summed over the held-out entries.
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out counts of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            ``sum_t log((1/S) sum_s p(y_t | theta_s))`` under the model's likelihood.
+        """
         check_fitted(self, self._fitted_attr)
         rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
         return lpd_from_samples(self._sample_logpmf(rows, cols, vals))
 
     def score(self, Y_heldout) -> float:
-        """Held-out log predictive density per scored entry (higher is better)."""
+        """Mean held-out log predictive density per scored entry (higher is better).
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out counts of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            :meth:`log_predictive_density` divided by the number of scored entries.
+        """
         rows, _, _ = heldout_for(Y_heldout, self._shape, counts=True)
         return self.log_predictive_density(Y_heldout) / rows.size
 

@@ -278,24 +278,41 @@ def standardise(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 class BayesianGPLVM:
-    """Bayesian GPLVM, ARD RBF kernel, inducing points, NaN = unobserved.
+    """Bayesian GPLVM with an ARD RBF kernel and inducing points (Titsias and Lawrence 2010).
+
+    The paper's Gaussian baseline, fitted by maximising the variational evidence lower bound
+    with L-BFGS-B on standardised columns; NaN marks unobserved entries.
 
     Parameters
     ----------
-    n_components : latent dimension D.
-    num_inducing : inducing inputs (capped at the number of rows).
-    max_iters : L-BFGS-B iterations.
-    noise_variance : initial Gaussian noise variance, in units of the standardised columns.
-    random_state : int, SeedSequence, Generator or None.
+    n_components : int, default=2
+        Latent dimension ``D``.
+    num_inducing : int, default=50
+        Inducing inputs (capped at the number of rows).
+    max_iters : int, default=1000
+        L-BFGS-B iterations at most.
+    noise_variance : float, default=0.1
+        Initial Gaussian noise variance, in units of the standardised columns.
+    random_state : int, numpy.random.Generator, numpy.random.SeedSequence or None, default=None
+        Seed of the start.
 
     Attributes
     ----------
-    latent_ : ``N x D`` posterior means of the latent positions; latent_variance_ : their
-    variances; params_ : fitted kernel variance, lengthscales, noise variance and inducing inputs
-    (standardised units); elbo_ : final evidence lower bound (standardised units); n_iter_ :
-    L-BFGS-B iterations used; converged_ : whether L-BFGS-B stopped on a convergence test
-    rather than at max_iters; predictive_mean_, predictive_variance_ : ``N x J`` predictive
-    moments in data units.
+    latent_ : ndarray of shape (n_samples, n_components)
+        Posterior means of the latent positions.
+    latent_variance_ : ndarray of shape (n_samples, n_components)
+        Their posterior variances.
+    params_ : GPLVMParams
+        Fitted kernel variance, lengthscales, noise variance and inducing inputs (standardised
+        units).
+    elbo_ : float
+        Final evidence lower bound (standardised units).
+    n_iter_ : int
+        L-BFGS-B iterations used.
+    converged_ : bool
+        Whether L-BFGS-B stopped on a convergence test rather than at `max_iters`.
+    predictive_mean_, predictive_variance_ : ndarray of shape (n_samples, n_features)
+        Predictive moments of every entry, in data units.
     """
 
     def __init__(
@@ -313,7 +330,18 @@ class BayesianGPLVM:
         self.random_state = random_state
 
     def fit(self, Y) -> BayesianGPLVM:
-        """Fit the variational posterior to `Y` (``N x J`` reals, NaN = unobserved)."""
+        """Fit the variational posterior to `Y`.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n_samples, n_features)
+            Real values; NaN marks unobserved entries.
+
+        Returns
+        -------
+        BayesianGPLVM
+            The fitted estimator.
+        """
         Y = as_data_matrix(Y)
         D = check_int("n_components", self.n_components, 1)
         M = check_int("num_inducing", self.num_inducing, 1)
@@ -362,7 +390,13 @@ class BayesianGPLVM:
         return self
 
     def predict(self) -> np.ndarray:
-        """Posterior predictive mean of every entry (``N x J``, data units)."""
+        """Posterior predictive mean of every training entry, imputing the unobserved ones.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The predictive means, in data units.
+        """
         check_fitted(self, "latent_")
         return self.predictive_mean_.copy()
 
@@ -377,14 +411,50 @@ class BayesianGPLVM:
         return heldout_entries(Yh)
 
     def pointwise_log_density(self, Y_heldout) -> np.ndarray:
-        """Gaussian predictive log density of each non-NaN entry of `Y_heldout` (row-major)."""
+        """Gaussian predictive log density of each held-out entry.
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        ndarray of shape (n_heldout,)
+            One log density per non-NaN entry of `Y_heldout`, in row-major order.
+        """
         rows, cols, vals = self._heldout(Y_heldout)
         return gaussian_logpdf(vals, self.predictive_mean_[rows, cols], self.predictive_variance_[rows, cols])
 
     def log_predictive_density(self, Y_heldout) -> float:
-        """Sum over held-out entries of the predictive log density, all constants included."""
+        """Held-out log predictive density, summed over the held-out entries.
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            The sum of :meth:`pointwise_log_density`, all constants included.
+        """
         return float(np.sum(self.pointwise_log_density(Y_heldout)))
 
     def score(self, Y_heldout) -> float:
-        """Held-out log predictive density per entry."""
+        """Mean held-out log predictive density per entry (higher is better).
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            The mean of :meth:`pointwise_log_density`.
+        """
         return float(np.mean(self.pointwise_log_density(Y_heldout)))

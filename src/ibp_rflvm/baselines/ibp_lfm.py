@@ -30,41 +30,66 @@ def _check_pair(name: str, value) -> tuple[float, float]:
 class IBPLinearFactorModel:
     """IBP linear-Gaussian latent factor model (Knowles and Ghahramani 2011), Gibbs sampled.
 
+    The paper's linear IBP baseline, ``y_i = (x_i * z_i) A + noise``; NaN marks unobserved
+    entries.
+
     Parameters
     ----------
-    n_iter, burn_in : sweeps and discarded sweeps (default the first half); every sample after
-        the burn-in is kept for prediction and held-out scoring.
-    init_dims : number of dimensions at the start (every row active in each).
-    init : starting latent positions, ``"ica"`` (default), ``"pca"`` or ``"random"``; see
-        :func:`~ibp_rflvm.baselines.ibp_lfm_gibbs.initial_positions`.
-    random_state : int, SeedSequence, Generator or None; one Generator drives the whole chain.
-    alpha_prior : ``(a, b)`` of ``alpha ~ Gamma(shape a, rate b)``.
-    fixed_alpha : if given, ``alpha`` is held at this value and not sampled.
-    sigma2_prior, sigma_a2_prior : ``(shape, rate)`` of the inverse-gamma priors on the noise
-        variance and on the loading variance.
-    use_likelihood : False switches the data off (the chain samples the prior; a sampler check).
-    ibp_beta : the two-parameter IBP's sharing parameter (as in ``IBPRFLVM``): 1.0 (default,
-        the one-parameter IBP of the published baseline), another number to fix it, None to learn
-        it under `ibp_beta_prior` (Gamma shape, rate). Other than 1 it needs ``sampler="default"``:
-        the singleton birth/death is then the only way a dimension is born.
-    ibp_beta_prior : ``(shape, rate)`` of the Gamma prior on ``beta`` when it is learned.
-    sampler : ``"default"`` adds singleton birth/death with ``x`` integrated out to every sweep
-        (:func:`~ibp_rflvm.baselines.ibp_lfm_gibbs.singleton_birth_death`); ``"paper"`` is the
-        sweep of :mod:`~ibp_rflvm.baselines.ibp_lfm_gibbs` alone. The joint ``(z, x)`` flips
-        of the RFLVM are not needed here: step 2 of that sweep already updates ``(z, x)``
-        jointly, with ``x`` integrated out exactly.
+    n_iter : int, default=100
+        Gibbs sweeps, burn-in included.
+    burn_in : int or None, default=None
+        Sweeps discarded (None: the first half); every sample after it is kept for prediction
+        and held-out scoring.
+    init_dims : int, default=2
+        Dimensions at the start (every row active in each).
+    random_state : int, numpy.random.Generator, numpy.random.SeedSequence or None, default=None
+        Seed; one Generator drives the whole chain.
+    alpha_prior : tuple of (float, float), default=(1.0, 1.0)
+        ``(shape, rate)`` of the Gamma prior on the IBP concentration ``alpha``.
+    fixed_alpha : float or None, default=None
+        Hold ``alpha`` at this value instead of sampling it.
+    use_likelihood : bool, default=True
+        False switches the data off: the chain samples the prior (a sampler check).
+    sigma2_prior : tuple of (float, float), default=(1.0, 1.0)
+        ``(shape, rate)`` of the inverse-gamma prior on the noise variance.
+    sigma_a2_prior : tuple of (float, float), default=(1.0, 1.0)
+        ``(shape, rate)`` of the inverse-gamma prior on the loading variance.
+    init : {"ica", "pca", "random"}, default="ica"
+        Starting latent positions (see
+        :func:`~ibp_rflvm.baselines.ibp_lfm_gibbs.initial_positions`).
+    sampler : {"default", "paper"}, default="default"
+        ``"default"`` adds singleton birth/death with ``x`` integrated out to every sweep;
+        ``"paper"`` is the published sweep alone. The joint ``(z, x)`` flips of the RFLVM are
+        not needed here: that sweep already updates ``(z, x)`` jointly, with ``x`` integrated
+        out exactly.
+    ibp_beta : float or None, default=1.0
+        The two-parameter IBP's sharing parameter, as in :class:`~ibp_rflvm.IBPRFLVM`: 1.0 is
+        the one-parameter IBP of the published baseline, another number fixes it, None learns
+        it under `ibp_beta_prior`. Other than 1 it needs ``sampler="default"``: the singleton
+        birth/death is then the only way a dimension is born.
+    ibp_beta_prior : tuple of (float, float), default=(1.0, 1.0)
+        ``(shape, rate)`` of the Gamma prior on ``beta`` when it is learned.
 
     Attributes
     ----------
-    n_active_ : ``K+`` after every sweep (burn-in included).
-    mean_active_per_row_ : after every sweep, the mean over rows of the number of active
-        dimensions.
-    log_likelihood_ : observed-data log-likelihood after every sweep.
-    alpha_trace_, beta_trace_, sigma2_trace_, sigma_a2_trace_ : the hyperparameters after every sweep.
-    latent_ : ``N x K+`` matrix ``X * Z`` of the final sample, dimensions in decreasing order of
-        use. components_ : the matching ``K+ x J`` loadings ``A``. active_ : the matching ``Z``.
-    latent_samples_, components_samples_, sigma2_samples_ : the kept samples (lists of arrays,
-        since ``K+`` varies; and an array of length S).
+    n_active_ : ndarray of shape (n_iter,)
+        ``K+`` after every sweep (burn-in included).
+    mean_active_per_row_ : ndarray of shape (n_iter,)
+        After every sweep, the mean over rows of the number of active dimensions.
+    log_likelihood_ : ndarray of shape (n_iter,)
+        Observed-data log-likelihood after every sweep.
+    alpha_trace_, beta_trace_, sigma2_trace_, sigma_a2_trace_ : ndarray of shape (n_iter,)
+        The hyperparameters after every sweep.
+    latent_ : ndarray of shape (n_samples, K+)
+        ``X * Z`` of the final sample, dimensions in decreasing order of use.
+    components_ : ndarray of shape (K+, n_features)
+        The matching loadings ``A``.
+    active_ : ndarray of shape (n_samples, K+)
+        The matching ``Z``.
+    latent_samples_, components_samples_ : list of ndarray
+        ``latent_`` and ``components_`` of every kept sample (``K+`` varies).
+    sigma2_samples_ : ndarray of shape (n_kept,)
+        The noise variance of every kept sample.
     """
 
     def __init__(
@@ -126,7 +151,18 @@ class IBPLinearFactorModel:
         return n_iter, burn_in, init_dims, prm
 
     def fit(self, Y) -> IBPLinearFactorModel:
-        """Run the Gibbs sampler on `Y` (``N x J``, NaN = unobserved)."""
+        """Run the Gibbs sampler on `Y`.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n_samples, n_features)
+            Real values; NaN marks unobserved entries.
+
+        Returns
+        -------
+        IBPLinearFactorModel
+            The fitted estimator.
+        """
         Y = as_data_matrix(Y)
         n_iter, burn_in, init_dims, prm = self._check_params()
         rng = check_random_state(self.random_state)
@@ -174,7 +210,13 @@ class IBPLinearFactorModel:
         return self
 
     def predict(self) -> np.ndarray:
-        """Posterior-mean reconstruction ``E[H A]`` over the kept samples (``N x J``)."""
+        """Posterior-mean reconstruction ``E[H A]`` over the kept samples.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The reconstruction of every training entry, imputing the unobserved ones.
+        """
         check_fitted(self, "latent_")
         out = np.zeros(self._shape)
         for H, A in zip(self.latent_samples_, self.components_samples_, strict=True):
@@ -182,8 +224,20 @@ class IBPLinearFactorModel:
         return out / len(self.latent_samples_)
 
     def pointwise_log_predictive(self, Y_heldout) -> np.ndarray:
-        """``S x n_test`` log densities ``log N(y_ij | h_i a_j, sigma^2)`` of each kept sample at
-        each non-NaN entry of `Y_heldout` (row-major order of the entries)."""
+        """Log density of each held-out entry under each kept sample.
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        ndarray of shape (n_kept, n_heldout)
+            ``log N(y_ij | h_i a_j, sigma^2)`` of each kept sample at each non-NaN entry of
+            `Y_heldout`, in row-major order of the entries.
+        """
         check_fitted(self, "latent_")
         rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=False)
         S = len(self.latent_samples_)
@@ -195,10 +249,34 @@ class IBPLinearFactorModel:
         return out
 
     def log_predictive_density(self, Y_heldout) -> float:
-        """Held-out ``sum_t log((1/S) sum_s p(y_t | theta_s))`` (SPEC section 3)."""
+        """Held-out log predictive density, summed over the held-out entries.
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            ``sum_t log((1/S) sum_s p(y_t | theta_s))`` over the kept samples.
+        """
         return lpd_from_samples(self.pointwise_log_predictive(Y_heldout))
 
     def score(self, Y_heldout) -> float:
-        """Held-out log predictive density per scored entry (higher is better)."""
+        """Mean held-out log predictive density per scored entry (higher is better).
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out entries of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            :meth:`log_predictive_density` divided by the number of scored entries.
+        """
         logp = self.pointwise_log_predictive(Y_heldout)
         return lpd_from_samples(logp) / logp.shape[1]

@@ -2,7 +2,7 @@ r"""The Gibbs sampler of the IBP linear-Gaussian latent factor model (Knowles an
 
 The estimator around it is :class:`ibp_rflvm.baselines.ibp_lfm.IBPLinearFactorModel`.
 
-Model (SPEC section 4), for row ``i`` of the ``N x J`` data::
+Model (the paper's linear baseline, docs/reproducing.md), for row ``i`` of the ``N x J`` data::
 
     y_i | h_i, A, sigma^2 ~ N(h_i A, sigma^2 I_J),        h_i = x_i * z_i (elementwise)
     x_id ~ N(0, 1),    A_d ~ N(0, sigma_A^2 I_J)  (row d of the K x J loading matrix)

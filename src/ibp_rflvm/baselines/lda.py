@@ -32,10 +32,10 @@ the plain collapsed sampler. The observed tokens are never changed.
 
 Metrics. Kept samples give ``phi^(s) = (n_kw + eta) / (n_k + W eta)``, ``theta^(s) =
 (n_dk + alpha) / (n_d + K alpha)`` (completed counts) and ``p_ij^(s) = sum_k theta_ik^(s)
-phi_kj^(s)``. Perplexity uses ``mean_s p_ij^(s)`` (SPEC 3). The held-out log predictive density
-is the per-token one, ``sum_t y_t log(mean_s p_t^(s))``: the multinomial coefficient of a row's
-held-out words depends on how the held-out entries are grouped, so it is left out, and this
-LPD equals ``-log(perplexity) * sum_t y_t``.
+phi_kj^(s)``. Perplexity uses ``mean_s p_ij^(s)`` (docs/getting_started.md). The held-out log
+predictive density is the per-token one, ``sum_t y_t log(mean_s p_t^(s))``: the multinomial
+coefficient of a row's held-out words depends on how the held-out entries are grouped, so it is
+left out, and this LPD equals ``-log(perplexity) * sum_t y_t``.
 """
 
 from __future__ import annotations
@@ -126,20 +126,38 @@ def collapsed_log_joint(ndk: np.ndarray, nkw: np.ndarray, alpha: float, eta: flo
 class LDA(CountScoresMixin):
     """Latent Dirichlet allocation, collapsed Gibbs sampling, NaN-aware.
 
+    The paper's topic-model baseline (Blei, Ng and Jordan 2003; Griffiths and Steyvers 2004).
+
     Parameters
     ----------
-    n_components : number of topics K.
-    n_iter, burn_in : sweeps and discarded sweeps (default first half); every later sweep is kept.
-    alpha, eta : symmetric Dirichlet concentrations of document-topic and topic-word
-        distributions.
-    random_state : int, SeedSequence, Generator or None; one Generator drives the whole chain.
+    n_components : int, default=10
+        Number of topics ``K``.
+    n_iter : int, default=100
+        Gibbs sweeps, burn-in included.
+    burn_in : int or None, default=None
+        Sweeps discarded (None: the first half); every later sweep is kept.
+    alpha : float, default=0.1
+        Symmetric Dirichlet concentration of the document-topic distributions.
+    eta : float, default=0.01
+        Symmetric Dirichlet concentration of the topic-word distributions.
+    random_state : int, numpy.random.Generator, numpy.random.SeedSequence or None, default=None
+        Seed; one Generator drives the whole chain.
 
     Attributes
     ----------
-    theta_samples_ : ``S x N x K`` document-topic proportions; phi_samples_ : ``S x K x J``
-    topic-word distributions; latent_ : posterior mean of theta; components_ : posterior mean of
-    phi; topic_assignments_ : final topic of every observed token; log_likelihood_ : collapsed
-    ``log p(w, z)`` of the completed token set after every sweep (burn-in included).
+    theta_samples_ : ndarray of shape (n_kept, n_samples, n_components)
+        Document-topic proportions of every kept sweep.
+    phi_samples_ : ndarray of shape (n_kept, n_components, n_features)
+        Topic-word distributions of every kept sweep.
+    latent_ : ndarray of shape (n_samples, n_components)
+        Posterior mean of ``theta``.
+    components_ : ndarray of shape (n_components, n_features)
+        Posterior mean of ``phi``.
+    topic_assignments_ : ndarray of int
+        The final topic of every observed token.
+    log_likelihood_ : ndarray of shape (n_iter,)
+        Collapsed ``log p(w, z)`` of the completed token set after every sweep (burn-in
+        included).
     """
 
     def __init__(
@@ -159,7 +177,18 @@ class LDA(CountScoresMixin):
         self.random_state = random_state
 
     def fit(self, Y) -> LDA:
-        """Run the collapsed Gibbs sampler on `Y` (``N x J`` counts, NaN = unobserved)."""
+        """Run the collapsed Gibbs sampler on `Y`.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n_samples, n_features)
+            Word counts, one document per row; NaN marks unobserved entries.
+
+        Returns
+        -------
+        LDA
+            The fitted estimator.
+        """
         Y = as_data_matrix(Y)
         check_counts(Y, what="LDA")
         K = check_int("n_components", self.n_components, 1)
@@ -229,16 +258,27 @@ class LDA(CountScoresMixin):
         return self
 
     def predict_proba(self) -> np.ndarray:
-        """Posterior mean of ``p_ij``, each row's distribution over the J words (``N x J``)."""
+        """Posterior mean of each document's distribution over the words.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            ``p_ij``; each row sums to one.
+        """
         check_fitted(self, "latent_")
         return np.einsum("snk,skj->nj", self.theta_samples_, self.phi_samples_) / self.theta_samples_.shape[0]
 
     def predict(self) -> np.ndarray:
-        """Posterior-mean counts ``lambda_i p_ij`` (``N x J``).
+        """Posterior-mean counts ``lambda_i p_ij`` of every training entry.
 
         LDA does not model document length, so each row's total is estimated from its observed
         words: ``lambda_i = n_i^obs / sum_{j observed} p_ij`` (the observed count over the share
         of probability on the observed columns), which is ``n_i`` itself for a complete row.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The expected counts, imputing the unobserved entries.
         """
         P = self.predict_proba()
         share = np.where(self._observed, P, 0.0).sum(axis=1)
@@ -253,7 +293,21 @@ class LDA(CountScoresMixin):
         return out
 
     def log_predictive_density(self, Y_heldout) -> float:
-        """Per-token held-out log predictive ``sum_t y_t log(mean_s p_t^(s))`` (see module doc)."""
+        """Per-token held-out log predictive density.
+
+        Parameters
+        ----------
+        Y_heldout : array-like of shape (n_samples, n_features)
+            The held-out counts of the training rows, in the training shape; NaN where
+            nothing is scored.
+
+        Returns
+        -------
+        float
+            ``sum_t y_t log(mean_s p_t^(s))``: the log probability of the held-out tokens as
+            categorical draws from each document's word distribution (LDA does not model
+            document length; :mod:`ibp_rflvm.baselines.lda`).
+        """
         check_fitted(self, "latent_")
         rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
         p = self._sample_row_probs(rows, cols).mean(axis=0)

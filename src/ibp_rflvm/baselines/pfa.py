@@ -18,7 +18,7 @@ Unobserved entries. With some ``y_ij`` missing, the Poisson exposure of ``phi_k`
 Dirichlet and the theta-marginalised updates of ``p_k`` and ``r_k`` lose their negative-binomial
 form. We therefore keep the missing counts in the state and draw them each sweep from their
 conditional, ``y_ij ~ Poisson(sum_k theta_ik phi_kj)`` split over factors like the observed
-ones (the same data augmentation SPEC 2.1 prescribes for the Gaussian model). Given the completed
+ones (the same data augmentation the Gaussian model uses). Given the completed
 counts every conditional below is exact and conjugate, and the marginal chain targets the
 posterior given the observed entries only. An unobserved entry is never treated as a zero.
 
@@ -147,23 +147,44 @@ def gibbs_sweep(
 class PoissonFactorAnalysis(CountScoresMixin):
     """Finite Poisson factor analysis with a beta-gamma-gamma prior, sampled by Gibbs.
 
+    The paper's count baseline (Zhou et al. 2012); NaN marks unobserved entries.
+
     Parameters
     ----------
-    n_components : number of factors K.
-    n_iter, burn_in : sweeps and discarded sweeps (default first half); every sample after the
-        burn-in is kept.
-    a_phi : symmetric Dirichlet concentration of each factor loading ``phi_k``.
-    c, eps : ``p_k ~ Beta(c eps, c (1 - eps))``; ``eps=None`` means ``1 / n_components``
-        (0.5 for a single factor).
-    e0, f0 : ``r_k ~ Gamma(shape e0, rate f0)``.
-    random_state : int, SeedSequence, Generator or None; one Generator drives the whole chain.
+    n_components : int, default=10
+        Number of factors ``K``.
+    n_iter : int, default=100
+        Gibbs sweeps, burn-in included.
+    burn_in : int or None, default=None
+        Sweeps discarded (None: the first half); every sample after the burn-in is kept.
+    a_phi : float, default=0.05
+        Symmetric Dirichlet concentration of each factor loading ``phi_k``.
+    c : float, default=1.0
+        ``p_k ~ Beta(c eps, c (1 - eps))``.
+    eps : float or None, default=None
+        See `c`; None means ``1 / n_components`` (0.5 for a single factor).
+    e0 : float, default=0.01
+        Shape of the Gamma prior on ``r_k``.
+    f0 : float, default=0.01
+        Rate of the Gamma prior on ``r_k``.
+    random_state : int, numpy.random.Generator, numpy.random.SeedSequence or None, default=None
+        Seed; one Generator drives the whole chain.
 
     Attributes
     ----------
-    theta_samples_ : ``S x N x K`` factor scores; phi_samples_ : ``S x K x J`` loadings (rows sum
-    to one); p_samples_, r_samples_ : ``S x K``; latent_ : posterior mean of theta (``N x K``);
-    components_ : posterior mean of phi; log_likelihood_ : Poisson log-likelihood of the
-    observed training entries after every sweep (burn-in included, for trace plots).
+    theta_samples_ : ndarray of shape (n_kept, n_samples, n_components)
+        Factor scores of every kept sample.
+    phi_samples_ : ndarray of shape (n_kept, n_components, n_features)
+        Loadings of every kept sample (rows sum to one).
+    p_samples_, r_samples_ : ndarray of shape (n_kept, n_components)
+        ``p_k`` and ``r_k`` of every kept sample.
+    latent_ : ndarray of shape (n_samples, n_components)
+        Posterior mean of ``theta``.
+    components_ : ndarray of shape (n_components, n_features)
+        Posterior mean of ``phi``.
+    log_likelihood_ : ndarray of shape (n_iter,)
+        Poisson log-likelihood of the observed training entries after every sweep (burn-in
+        included, for trace plots).
     """
 
     def __init__(
@@ -210,7 +231,18 @@ class PoissonFactorAnalysis(CountScoresMixin):
         }
 
     def fit(self, Y) -> PoissonFactorAnalysis:
-        """Run the Gibbs sampler on `Y` (``N x J`` counts, NaN = unobserved)."""
+        """Run the Gibbs sampler on `Y`.
+
+        Parameters
+        ----------
+        Y : array-like of shape (n_samples, n_features)
+            Counts; NaN marks unobserved entries.
+
+        Returns
+        -------
+        PoissonFactorAnalysis
+            The fitted estimator.
+        """
         Y = as_data_matrix(Y)
         check_counts(Y, what="Poisson factor analysis")
         prm = self._check_params()
@@ -267,7 +299,13 @@ class PoissonFactorAnalysis(CountScoresMixin):
         return self
 
     def predict(self) -> np.ndarray:
-        """Posterior-mean Poisson rate ``E[sum_k theta_ik phi_kj]`` for every entry (``N x J``)."""
+        """Posterior-mean Poisson rate ``E[sum_k theta_ik phi_kj]`` of every training entry.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            The rates, imputing the unobserved entries.
+        """
         check_fitted(self, "latent_")
         return np.einsum("snk,skj->nj", self.theta_samples_, self.phi_samples_) / self.theta_samples_.shape[0]
 

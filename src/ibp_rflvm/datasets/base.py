@@ -11,13 +11,30 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
-    """A loaded data set.
+    """A loaded data set, as :func:`~ibp_rflvm.datasets.load` returns it.
 
-    ``data`` is float64 ``N x J`` with NaN only where the data itself has no value.
-    ``labels`` is a 1-D int array of row labels, or for ``cambridge`` the ``N x 4`` binary Z.
-    ``label_names[k]`` names the k-th smallest label value (for ``cambridge``: column k of Z).
-    ``kind`` is ``"real"`` or ``"counts"``. ``row_names`` identifies the rows in the source
-    (member names, message line numbers, archive paths...) where that is meaningful.
+    Parameters
+    ----------
+    name : str
+        The data set's name.
+    data : ndarray of shape (n_samples, n_features)
+        float64, with NaN only where the data itself has no value.
+    labels : ndarray of int of shape (n_samples,) or (n_samples, 4)
+        Row labels, or for ``cambridge`` the ``N x 4`` binary ``Z``.
+    label_names : list of str
+        ``label_names[k]`` names the k-th smallest label value (for ``cambridge``: column
+        ``k`` of ``Z``).
+    kind : {"real", "counts"}
+        Which likelihoods apply.
+    feature_names : list of str or None
+        The columns' names, where the source has them.
+    description : str
+        What the data are, where they come from and how they were prepared.
+    row_names : list of str or None, default=None
+        The rows' names in the source (member names, message line numbers, archive paths...)
+        where that is meaningful.
+    files : tuple of pathlib.Path, default=()
+        The files read.
     """
 
     name: str
@@ -32,6 +49,7 @@ class Dataset:
 
     @property
     def shape(self) -> tuple[int, int]:
+        """``(n_samples, n_features)`` of ``data``."""
         return (int(self.data.shape[0]), int(self.data.shape[1]))
 
 

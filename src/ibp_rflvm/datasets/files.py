@@ -22,7 +22,13 @@ ENV_VAR = "IBP_RFLVM_DATA"
 
 
 def cache_dir() -> Path:
-    """The user cache directory: ``$XDG_CACHE_HOME/ibp_rflvm``, else ``~/.cache/ibp_rflvm``."""
+    """The user cache directory, where :func:`fetch` puts files by default.
+
+    Returns
+    -------
+    pathlib.Path
+        ``$XDG_CACHE_HOME/ibp_rflvm``, else ``~/.cache/ibp_rflvm`` (not created).
+    """
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "ibp_rflvm"
@@ -194,16 +200,38 @@ def fetch(
     opener: Callable | None = None,
     timeout: float = 60.0,
 ) -> list[Path]:
-    """Download the files of data set `name` into `data_home` (default: :func:`cache_dir`).
+    """Download the files of a data set.
 
-    Files already present there with a good checksum are kept. Sources are the original public
+    Files already present with a good checksum are kept. Sources are the original public
     addresses, pinned to the commit our reference copy came from where that is a GitHub file
-    (see ``docs/datasets.md``). `opener(url, timeout)` must return a context manager with a
-    ``read(n)`` method; it defaults to :func:`urllib.request.urlopen`.
+    (:doc:`/datasets`).
 
-    Raises FileNotFoundError, naming the file, the addresses tried and where to put the file by
-    hand, when no source can be downloaded (e.g. offline); ValueError on a checksum mismatch
-    when every source was reached but none had the right bytes.
+    Parameters
+    ----------
+    name : str
+        A data set name, as in :func:`load`.
+    data_home : str, os.PathLike or None, default=None
+        Where to put the files (None: :func:`cache_dir`).
+    verify : bool, default=True
+        Check each file's sha256 against the packaged checksums.
+    opener : callable or None, default=None
+        ``opener(url, timeout)`` returning a context manager with a ``read(n)`` method
+        (None: :func:`urllib.request.urlopen`).
+    timeout : float, default=60.0
+        Seconds to wait for each address.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The data set's files (empty for the data sets not read from files).
+
+    Raises
+    ------
+    FileNotFoundError
+        No source could be downloaded (e.g. offline), naming the file, the addresses tried and
+        where to put the file by hand.
+    ValueError
+        Every source was reached but none had the right bytes.
     """
     spec = _get_spec(name)
     if not spec.files:

@@ -1,4 +1,4 @@
-"""Hold-out masks for the evaluation protocol (SPEC section 3)."""
+"""Hold-out masks: the held-out entries of the evaluation protocol (docs/reproducing.md)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,55 @@ def holdout_mask(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Split the observed entries of `Y` into a training and a held-out matrix.
 
-    A `fraction` of the observed (non-NaN) entries, chosen uniformly at random, is set to NaN
-    in the training matrix; the held-out matrix holds those entries and NaN elsewhere. Entries
+    A `fraction` of the observed entries, chosen uniformly at random, is held out. Entries
     missing in the data itself (NaN, or ``True`` in `missing_mask`) are never held out. Every
     row and column keeps at least one observed training entry, so the training matrix is always
-    fittable.
+    fittable. Both return forms draw the same entries for the same seed.
 
-    Returns ``(Y_train, Y_heldout)``; with ``return_mask=True`` instead the two boolean masks
-    ``(train_missing, test_missing)`` to pass as ``missing_mask`` to ``fit`` and to the scoring
-    methods together with `Y` itself: ``train_missing`` is ``True`` at the held-out and the
-    missing entries, ``test_missing`` everywhere but at the held-out entries. The masks are the
-    only form for ``scipy.sparse`` `Y`, whose zeros are observed (NaN would have to be stored at
-    every held-out zero). Both forms draw the same entries for the same seed.
+    Parameters
+    ----------
+    Y : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+        The data; NaN marks unobserved entries of dense input.
+    fraction : float, default=0.2
+        Share of the observed entries to hold out, in ``(0, 1)``.
+    random_state : int, numpy.random.Generator or None, default=None
+        Seed of the draw.
+    missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+        ``True`` marks an entry unobserved in the data itself, as in ``fit``.
+    return_mask : bool, default=False
+        Return boolean masks instead of NaN-filled copies. The only form for
+        ``scipy.sparse`` `Y`, whose zeros are observed (NaN would have to be stored at every
+        held-out zero).
+
+    Returns
+    -------
+    Y_train, Y_heldout : ndarray of shape (n_samples, n_features)
+        Without `return_mask`: `Y` with the held-out and the missing entries set to NaN, and
+        the held-out entries with NaN elsewhere.
+    train_missing, test_missing : ndarray of bool of shape (n_samples, n_features)
+        With `return_mask`: the masks to pass as ``missing_mask`` to ``fit`` and to the
+        scoring methods together with `Y` itself. ``train_missing`` is ``True`` at the
+        held-out and the missing entries, ``test_missing`` everywhere but at the held-out
+        entries.
+
+    Raises
+    ------
+    ValueError
+        `fraction` outside ``(0, 1)``; sparse `Y` without `return_mask`; data that cannot be
+        read as a 2-D numeric matrix.
+
+    See Also
+    --------
+    IBPRFLVM.score : The mean held-out log predictive density per entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ibp_rflvm import holdout_mask
+    >>> Y = np.arange(20.0).reshape(4, 5)
+    >>> Y_train, Y_test = holdout_mask(Y, fraction=0.25, random_state=0)
+    >>> int(np.isnan(Y_train).sum()), int((~np.isnan(Y_test)).sum())
+    (5, 5)
     """
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1); got {fraction}")

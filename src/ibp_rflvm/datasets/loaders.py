@@ -1,4 +1,4 @@
-"""Loaders for the data sets of the paper's Tables 1 and 2 (SPEC section 5).
+"""Loaders for the data sets of the paper's Tables 1 and 2 (docs/datasets.md).
 
 Every loader returns a :class:`Dataset`. Files are found in this order:
 
@@ -75,23 +75,60 @@ def load(
     download: bool = False,
     **options: Any,
 ) -> Dataset:
-    """Load data set `name` (one of :data:`DATASET_NAMES`).
+    """Load one of the paper's data sets.
+
+    Files are looked for in ``$IBP_RFLVM_DATA``, then `data_home`, then the user cache
+    (:func:`cache_dir`); nothing is downloaded unless asked. Where each file comes from and
+    where to put it: :doc:`/datasets`.
 
     Parameters
     ----------
-    name : data set name.
-    data_home : a data directory searched after ``$IBP_RFLVM_DATA`` and before the cache.
-    sqrt : count data only; apply the paper's square-root transform, rounded to the nearest
-        integer so that count likelihoods still apply. Raw counts by default.
-    path : an explicit file or directory; when given, nothing else is searched.
-    verify : check the sha256 of each file (mismatch raises ValueError).
-    download : if a file is missing, :func:`fetch` it into `data_home` (or the cache) first.
-    options : data-set specific: ``random_state`` (cambridge, default 0), ``samples_as_rows``
-        (ovarian, default: guess from the shape), ``n_terms`` (spam, newsgroups, default 1000),
-        ``categories`` and ``split`` (newsgroups, default :data:`NEWSGROUPS_CATEGORIES`, "test").
+    name : str
+        One of ``DATASET_NAMES``: ``"cancer"``, ``"mice"``, ``"ovarian"``, ``"olivetti"``,
+        ``"cambridge"``, ``"montreal"``, ``"congress"``, ``"spam"``, ``"newsgroups"``.
+    data_home : str, os.PathLike or None, default=None
+        A data directory searched after ``$IBP_RFLVM_DATA`` and before the cache.
+    sqrt : bool, default=False
+        Count data only: apply the paper's square-root transform, rounded to the nearest
+        integer so that count likelihoods still apply.
+    path : str, os.PathLike or None, default=None
+        An explicit file or directory; when given, nothing else is searched.
+    verify : bool, default=True
+        Check the sha256 of each file against the packaged checksums.
+    download : bool, default=False
+        If a file is missing, :func:`fetch` it into `data_home` (or the cache) first.
+    **options : dict
+        Data-set specific: ``random_state`` (cambridge, default 0), ``samples_as_rows``
+        (ovarian, default: guessed from the shape), ``n_terms`` (spam, newsgroups, default
+        1000), ``categories`` and ``split`` (newsgroups, default ``NEWSGROUPS_CATEGORIES`` and
+        ``"test"``).
 
-    Raises FileNotFoundError (naming the file, the places searched and where to put it) when a
-    file is missing and not downloaded.
+    Returns
+    -------
+    Dataset
+        The data (``N x J`` float64, NaN only where the source has no value), labels, names
+        and the files read.
+
+    Raises
+    ------
+    FileNotFoundError
+        A file missing and not downloaded, naming the file, the places searched and where to
+        put it.
+    ValueError
+        A checksum mismatch; ``sqrt=True`` for real-valued data; `path` for a data set not
+        read from a file; an unknown `name`.
+    TypeError
+        An option the data set does not take.
+
+    See Also
+    --------
+    available_datasets : Which data sets' files are found, and where.
+
+    Examples
+    --------
+    >>> from ibp_rflvm.datasets import load
+    >>> load("cancer").shape                # bundled with scikit-learn
+    (569, 30)
     """
     spec = _get_spec(name)
     unknown = sorted(set(options) - set(spec.options))
@@ -129,9 +166,22 @@ def load(
 
 
 def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict[str, Any]]:
-    """One dict per data set: name, kind, shape (after loading with default options; None when
-    unknown), source, files (each with relpath, found, location), found (all files present),
-    and where to put missing files. Nothing is parsed or checksummed, so this is fast."""
+    """Which data sets' files are found, and where; nothing is parsed or checksummed.
+
+    Parameters
+    ----------
+    data_home : str, os.PathLike or None, default=None
+        A data directory searched after ``$IBP_RFLVM_DATA`` and before the cache, as in
+        :func:`load`.
+
+    Returns
+    -------
+    list of dict
+        One dict per data set, in ``DATASET_NAMES`` order: ``"name"``, ``"kind"``, ``"shape"``
+        (after loading with default options; None when unknown), ``"source"``, ``"files"``
+        (each with ``"relpath"``, ``"found"``, ``"location"``, ``"sources"``), ``"found"``
+        (all files present) and ``"put_missing_in"`` (where to put missing files, or None).
+    """
     roots = [(label, root) for label, root in _search_roots(data_home) if root is not None]
     target = Path(data_home).expanduser() if data_home is not None else cache_dir()
     out = []

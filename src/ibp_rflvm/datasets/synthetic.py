@@ -16,7 +16,13 @@ CAMBRIDGE_SHAPES: dict[str, tuple[int, ...]] = {
 
 
 def cambridge_shapes() -> np.ndarray:
-    """The shapes as a ``4 x 36`` binary matrix (one row per shape)."""
+    """The four Cambridge-bars shapes (cross, box, triangle, T) on a 6 x 6 grid.
+
+    Returns
+    -------
+    ndarray of shape (4, 36)
+        One binary row per shape, the grid's pixels in row-major order.
+    """
     A = np.zeros((4, 36))
     for k, idx in enumerate(CAMBRIDGE_SHAPES.values()):
         A[k, list(idx)] = 1.0
@@ -26,14 +32,33 @@ def cambridge_shapes() -> np.ndarray:
 def make_cambridge(
     n_samples: int = 500, noise_sd: float = 0.25, on_prob: float = 0.5, random_state=None
 ) -> dict[str, np.ndarray]:
-    """Non-linear Cambridge bars drawn from the IBP-RFLVM generative model (SPEC section 5).
+    """Non-linear Cambridge bars drawn from the IBP-RFLVM generative model.
 
-    ``D = 4`` latent dimensions, ``z_id ~ Bern(on_prob)``, ``x_id ~ N(0, 1)``, the 36
-    frequencies are the shapes (frequency m has coordinate d equal to pixel m of shape d),
-    ``beta_j ~ N(0, I)`` and Gaussian noise with sd `noise_sd`.
+    The paper's synthetic data set (:doc:`/datasets`): ``D = 4`` latent dimensions,
+    ``z_id ~ Bern(on_prob)``, ``x_id ~ N(0, 1)``, the 36 frequencies are the shapes of
+    :func:`cambridge_shapes` (frequency ``m`` has coordinate ``d`` equal to pixel ``m`` of
+    shape ``d``), ``beta_j ~ N(0, I)`` and Gaussian noise.
 
-    Returns a dict with ``Y`` (``N x 36``), ``Z``, ``X``, ``W`` (``36 x 4``), ``beta`` and
-    ``labels`` (= ``Z``).
+    Parameters
+    ----------
+    n_samples : int, default=500
+        Rows ``N``.
+    noise_sd : float, default=0.25
+        Standard deviation of the Gaussian noise.
+    on_prob : float, default=0.5
+        Probability that a row uses a dimension.
+    random_state : int, numpy.random.Generator or None, default=None
+        Seed of the draw.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``"Y"`` (``N x 36``), ``"Z"`` and ``"X"`` (``N x 4``), ``"W"`` (``36 x 4``),
+        ``"beta"`` (``72 x 36``) and ``"labels"`` (``Z`` as ints).
+
+    See Also
+    --------
+    make_linear_cambridge : The classic linear version.
     """
     rng = check_random_state(random_state)
     W = cambridge_shapes().T  # 36 frequencies x 4 latent dims
@@ -51,7 +76,29 @@ def make_cambridge(
 def make_linear_cambridge(
     n_samples: int = 500, noise_sd: float = 0.25, on_prob: float = 0.5, random_state=None
 ) -> dict[str, np.ndarray]:
-    """The classic linear-Gaussian Cambridge bars, ``Y = Z A + noise`` (Griffiths & Ghahramani)."""
+    """The classic linear-Gaussian Cambridge bars, ``Y = Z A + noise`` (Griffiths & Ghahramani).
+
+    Parameters
+    ----------
+    n_samples : int, default=500
+        Rows ``N``.
+    noise_sd : float, default=0.25
+        Standard deviation of the Gaussian noise.
+    on_prob : float, default=0.5
+        Probability that a row shows a shape.
+    random_state : int, numpy.random.Generator or None, default=None
+        Seed of the draw.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``"Y"`` (``N x 36``), ``"Z"`` (``N x 4``), ``"A"`` (the ``4 x 36`` shapes) and
+        ``"labels"`` (``Z`` as ints).
+
+    See Also
+    --------
+    make_cambridge : The non-linear version drawn from the IBP-RFLVM.
+    """
     rng = check_random_state(random_state)
     A = cambridge_shapes()
     Z = (rng.random((n_samples, 4)) < on_prob).astype(float)

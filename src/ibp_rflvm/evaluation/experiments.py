@@ -15,7 +15,7 @@ import numpy as np
 
 SCHEMA_VERSION = 1
 HOLDOUT_FRACTION = 0.2
-INIT_DIMS = 2  # SPEC 3: infinite models start at K = 2 (the paper's sampler)
+INIT_DIMS = 2  # the paper's protocol: infinite models start at K = 2 (the paper's sampler)
 
 
 def init_dims_for(cfg: RunConfig) -> int:

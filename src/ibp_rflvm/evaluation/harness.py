@@ -30,7 +30,8 @@ integers (``zlib.crc32`` of the names, never Python's salted ``hash``):
   method's chain has its own stream.
 
 Dimensions of the finite models. A finite model takes ``D`` = the final ``K+`` (active
-dimensions in the last sample, at least 1) of its IBP counterpart in the same trial (SPEC 3):
+dimensions in the last sample, at least 1) of its IBP counterpart in the same trial (the
+paper's protocol, docs/reproducing.md):
 
 ==========================  =============================
 finite model                D taken from

@@ -242,8 +242,8 @@ def _notes(table: str, trials: int, cfg: RunConfig, plan_notes: Sequence[str]) -
     if table == "table1":
         notes += [
             "Our LPD is an honest held-out density: the sum over held-out entries of log (1/S) sum_s "
-            "p(y_ij | theta_s), every normalising constant included (SPEC section 3). The paper's positive "
-            "figures for the RFLVMs (e.g. +6.68e+03 on breast cancer) are most likely the collapsed "
+            "p(y_ij | theta_s), every normalising constant included (docs/reproducing.md). The paper's "
+            "positive figures for the RFLVMs (e.g. +6.68e+03 on breast cancer) are most likely the collapsed "
             "marginal likelihood without its -NJ/2 log(2 pi) constant, not held-out densities, so the "
             "paper columns are not comparable with ours in sign or scale; they are shown for reference.",
             "D of RFLVM and GPLVM: the final K+ of IBP-RFLVM in the same trial. GPLVM (Bayesian GPLVM, "
@@ -254,7 +254,8 @@ def _notes(table: str, trials: int, cfg: RunConfig, plan_notes: Sequence[str]) -
     else:
         notes += [
             "Perplexity is exp(-sum y_ij log p_ij / sum y_ij) over held-out entries, p_ij the posterior "
-            "mean of mu_ij / sum_j' mu_ij' (SPEC section 3); the LPD blocks score held-out counts under "
+            "mean of mu_ij / sum_j' mu_ij' (docs/getting_started.md, Held-out scores); the LPD blocks "
+            "score held-out counts under "
             "each model's own likelihood.",
             "The multinomial models (Multinomial RFLVMs, LDA) score a held-out entry as y_ij log p_ij, "
             "the log probability of its y_ij tokens within the row, with no count coefficient, while the "

@@ -22,7 +22,28 @@ REGISTRY: dict[str, type] = {
 
 
 def make_likelihood(name: str, **hyper: float) -> Likelihood:
-    """The likelihood called `name`, with hyperparameters `hyper` (unknown ones are an error)."""
+    """The likelihood called `name`, with its hyperparameters.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``REGISTRY``: ``"gaussian"``, ``"negbinom"``, ``"poisson"``,
+        ``"multinomial"``, ``"bernoulli"`` or ``"binomial"``.
+    **hyper : dict
+        The class's keyword arguments (an estimator's ``likelihood_params``).
+
+    Returns
+    -------
+    Likelihood
+        An instance of ``REGISTRY[name]``.
+
+    Raises
+    ------
+    ValueError
+        An unknown `name`, or a hyperparameter out of range.
+    TypeError
+        A hyperparameter the class does not take.
+    """
     try:
         cls = REGISTRY[name]
     except KeyError:

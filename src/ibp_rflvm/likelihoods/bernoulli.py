@@ -12,8 +12,13 @@ from .binomial import BinomialLikelihood
 
 
 class BernoulliLikelihood(BinomialLikelihood):
-    """Binary data: a binomial with one trial; observed values must be 0 or 1. :meth:`mean` is
-    ``p``. ``prior_scale`` as for the binomial."""
+    """Binary data: a binomial with one trial; observed values must be 0 or 1.
+
+    Parameters
+    ----------
+    prior_scale : float, default=1.0
+        ``s`` in the weights' prior ``beta_j ~ N(0, s^2 I)``.
+    """
 
     name = "bernoulli"
 

@@ -16,9 +16,18 @@ from .polya_gamma import LogisticPG, check_finite_counts, softplus
 
 
 class BinomialLikelihood(LogisticPG):
-    """Binomial counts out of `n_trials` (an int, or an ``N x J`` array of ints, given through
-    ``likelihood_params``); ``prior_scale`` is ``s`` in ``beta_j ~ N(0, s^2 I)`` (default 1).
+    """Binomial counts out of `n_trials`, with a logistic link.
 
+    Parameters
+    ----------
+    n_trials : int or array-like of int of shape (n_samples, n_features)
+        Trials of every entry, or of each entry; required (give it through an estimator's
+        ``likelihood_params``). Observed counts must not exceed it.
+    prior_scale : float, default=1.0
+        ``s`` in the weights' prior ``beta_j ~ N(0, s^2 I)``.
+
+    Notes
+    -----
     :meth:`mean` is ``n p``; with per-entry trials it needs the rows' indices (``rows``).
     """
 

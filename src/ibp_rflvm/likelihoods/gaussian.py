@@ -1,4 +1,4 @@
-"""Gaussian observation model (SPEC section 2.1).
+"""Gaussian observation model (docs/likelihoods.md).
 
 ``y_ij ~ N(phi_i^T beta_j, sigma_j^2)``, ``beta_j ~ N(0, sigma_j^2 I)``,
 ``sigma_j^2 ~ InvGamma(a0, b0)``. The chain integrates ``beta`` and ``sigma^2`` out; with
@@ -43,8 +43,19 @@ class GaussianPrior:
 
 
 class GaussianLikelihood:
-    """Gaussian observation model with a conjugate prior; the chain integrates the weights and
-    noise out (the collapsed Gaussian target, :mod:`ibp_rflvm.targets.collapsed`)."""
+    """Gaussian observation model for real values, with a conjugate prior.
+
+    ``y_ij ~ N(phi_i beta_j, sigma_j^2)`` with ``beta_j ~ N(0, sigma_j^2 I)`` and
+    ``sigma_j^2 ~ InvGamma(a0, b0)``; the chain integrates the weights and the noise out.
+    Expects centred columns of scale about 1 (:doc:`/getting_started`, *Scaling the data*).
+
+    Parameters
+    ----------
+    a0 : float, default=1.0
+        Shape of the inverse-gamma prior on each column's noise variance.
+    b0 : float, default=1.0
+        Scale of that prior.
+    """
 
     name = "gaussian"
     #: Rows are coupled once the weights are integrated out: the collapsed target samples it.

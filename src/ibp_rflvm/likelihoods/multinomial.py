@@ -139,9 +139,16 @@ def _log_softmax(psi: np.ndarray) -> np.ndarray:
 
 
 class MultinomialLikelihood(Likelihood):
-    """Multinomial rows (e.g. bag-of-words documents); ``prior_scale`` is ``s`` in
-    ``beta_j ~ N(0, s^2 I)`` for ``j < J`` (default 1).
+    """Multinomial rows (e.g. bag-of-words documents), with a softmax link over the columns.
 
+    Parameters
+    ----------
+    prior_scale : float, default=1.0
+        ``s`` in the weights' prior ``beta_j ~ N(0, s^2 I)`` for ``j < J`` (the last column is
+        the reference category).
+
+    Notes
+    -----
     :meth:`mean` gives the category probabilities ``softmax(psi_i)`` over all ``J`` categories
     (what perplexity needs; the row total is not a model quantity for a held-out row).
     :meth:`logpdf_entries` gives the per-token log probability ``y_ij log softmax(psi_i)_j`` of

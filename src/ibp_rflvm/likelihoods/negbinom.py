@@ -36,10 +36,23 @@ _R_MIN = 1e-300
 
 
 class NegBinomLikelihood(LogisticPG):
-    """Negative binomial counts; hyperparameters ``e0, f0`` (Gamma shape and rate of ``r_j``,
-    default 1 and 1: a proper, weak prior with mean 1) and ``prior_scale`` (``s`` in
-    ``beta_j ~ N(0, s^2 I)``, default 1); ``size_factors``: None (default), ``"total"`` or one
-    positive number per row (:mod:`.offsets`)."""
+    """Negative binomial counts, with a dispersion ``r_j`` per column.
+
+    The weights are drawn exactly through Polya-gamma augmentation (:doc:`/likelihoods`).
+
+    Parameters
+    ----------
+    e0 : float, default=1.0
+        Shape of the Gamma prior on each column's dispersion ``r_j``.
+    f0 : float, default=1.0
+        Rate of that prior (with `e0`: a proper, weak prior with mean 1).
+    prior_scale : float, default=1.0
+        ``s`` in the weights' prior ``beta_j ~ N(0, s^2 I)``.
+    size_factors : {"total"}, array-like of shape (n_samples,) or None, default=None
+        Per-row depths ``s_i``, an offset ``log s_i`` in the linear predictor: None (none),
+        ``"total"`` (each row's mean observed count, so each row's factor depends on that row
+        alone) or one positive number per row (:doc:`/likelihoods`, *Size factors*).
+    """
 
     name = "negbinom"
 

@@ -78,8 +78,17 @@ def _poisson_cols(psi, cols, Y0, observed, off, const, out):
 
 
 class PoissonLikelihood(Likelihood):
-    """Poisson counts with log link; ``prior_scale`` is ``s`` in ``beta_j ~ N(0, s^2 I)`` (default 1);
-    ``size_factors``: None (default), ``"total"`` or one positive number per row (:mod:`.offsets`)."""
+    """Poisson counts with a log link.
+
+    Parameters
+    ----------
+    prior_scale : float, default=1.0
+        ``s`` in the weights' prior ``beta_j ~ N(0, s^2 I)``.
+    size_factors : {"total"}, array-like of shape (n_samples,) or None, default=None
+        Per-row depths ``s_i``, an offset ``log s_i`` in the linear predictor: None (none),
+        ``"total"`` (each row's mean observed count, so each row's factor depends on that row
+        alone) or one positive number per row (:doc:`/likelihoods`, *Size factors*).
+    """
 
     name = "poisson"
     default_bias = True

@@ -257,11 +257,7 @@ def drive(
     progress=None,
     threads: blocks.Blocks | None = None,
 ):
-    """Run (or continue) `kernel` for `n_iter` steps; ``(final state, ChainRecord)``.
-
-    The record keeps each step's ``state.recorded`` (a :class:`ChainState` of model `spec`):
-    its traces, and its samples after `burn_in`. `state_type` is the kernel's state class (for
-    reading a checkpoint back) and `settings` what a checkpoint must match besides the data.
+    """Run (or continue) a Markov chain kernel for `n_iter` steps, with checkpoints.
 
     With `resume` and an existing checkpoint, the generator and the chain continue exactly where
     the checkpoint left them, so the result equals the uninterrupted chain bit for bit. The
@@ -270,9 +266,49 @@ def drive(
     steps run from the start with the same `burn_in`. `burn_in` must be the checkpoint's unless
     no sample has been kept yet under either value.
 
-    `threads` (:class:`ibp_rflvm.blocks.Blocks`, default one thread) runs each step's blocked
-    work on that many threads. It is not part of what a checkpoint belongs to: the chain is the
-    same bit for bit with any thread count, so a chain checkpointed on 2 threads resumes on 1.
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The chain's only source of randomness.
+    kernel : SweepKernel
+        ``init(rng) -> state`` and ``step(rng, state) -> (state, info)``, as
+        :func:`ibp_rflvm.model.build_sweep` builds them.
+    state_type : type
+        The kernel's state class, for reading a checkpoint back.
+    data : Data
+        The training data as the sampler holds them.
+    spec : ModelSpec
+        The model; each step's ``state.recorded`` is a ``ChainState`` of it.
+    settings : dict
+        What a checkpoint must match besides the data.
+    n_iter : int
+        Steps in all, those of a resumed checkpoint included.
+    burn_in : int
+        Steps before the first kept sample.
+    checkpoint_path : str, os.PathLike or None, default=None
+        File the chain is saved to, atomically (None: no checkpoints).
+    checkpoint_every : int, default=10
+        Steps between checkpoints.
+    resume : bool, default=False
+        Continue from the checkpoint at `checkpoint_path` when there is one.
+    progress : tqdm.tqdm or None, default=None
+        A progress bar to advance after each step.
+    threads : ibp_rflvm.blocks.Blocks or None, default=None
+        Runs each step's blocked work on that many threads (None: one). Not part of what a
+        checkpoint belongs to: the chain is the same bit for bit with any thread count, so a
+        chain checkpointed on 2 threads resumes on 1.
+
+    Returns
+    -------
+    state : ChainState
+        The final state.
+    record : ibp_rflvm.mcmc.record.ChainRecord
+        Each step's traces, and the samples after `burn_in`.
+
+    Raises
+    ------
+    ibp_rflvm.checkpoint.CheckpointError
+        With `resume`, a checkpoint for other data or settings, or a damaged file.
     """
     with blocks.active(blocks.Blocks() if threads is None else threads):
         return _drive(

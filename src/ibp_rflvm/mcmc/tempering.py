@@ -1,4 +1,4 @@
-"""Replica exchange over the noise prior of the collapsed Gaussian (SPEC 2.2, moves that cross modes).
+"""Replica exchange over the noise prior of the collapsed Gaussian (docs/sampler.md, section 4).
 
 Level ``l`` of the ladder is the same IBP-RFLVM with the noise prior ``sigma_j^2 ~ InvGamma(a0,
 b_l)``; level 0 has the model's own ``b0``, the others larger scales, under which the data are
@@ -11,7 +11,7 @@ resumes it like any other chain; its record keeps the cold level.
 
 Level ``l``'s target over a state ``theta`` (latent variables, frequencies and the imputed
 entries ``Y_mis``) is ``p(theta) p(Y_obs, Y_mis | Phi(theta); b_l)``, with the weights and noise
-integrated out (SPEC 2.1). The prior ``p(theta)`` is the same at every level, so the swap's log
+integrated out (docs/likelihoods.md). The prior ``p(theta)`` is the same at every level, so the swap's log
 ratio (:func:`swap_log_ratio`) needs only the collapsed log-likelihood of
 each state's completed data under each level's ``b``:
 

@@ -1,4 +1,6 @@
-"""Moves that change which latent dimensions a row uses, beyond the paper's slice sweep (SPEC 2.2).
+"""Moves that change which latent dimensions a row uses, beyond the paper's slice sweep.
+
+What they are and why: docs/sampler.md, section 2.
 
 The paper's slice step almost never represents a new dimension, and a dimension appears with
 ``x ~ N(0, 1)`` and dies only when every row has switched it off, so ``K+`` freezes. These moves

@@ -27,7 +27,8 @@ one-element array (:func:`room`), which they update as columns switch on and off
 
 Why start new sticks below 1 rather than below ``pi*``: in the semi-ordered representation the
 inactive sticks form a Poisson process on ``(0, 1)`` independent of the active ones. Starting
-from ``pi*`` belongs to the fully ordered scheme and biases ``K+`` low (SPEC section 2).
+from ``pi*`` belongs to the fully ordered scheme and biases ``K+`` low (tests/samplers/test_ibp.py
+has the power to see it).
 """
 
 from __future__ import annotations

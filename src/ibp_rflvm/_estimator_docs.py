@@ -1,0 +1,224 @@
+"""The estimators' docstrings, numpydoc sections assembled from one entry per parameter and fitted
+attribute, so that :class:`~ibp_rflvm.IBPRFLVM` and :class:`~ibp_rflvm.RFLVM` describe what they
+share in the same words. ``tests/test_docstrings.py`` validates the result with numpydoc.
+"""
+
+from __future__ import annotations
+
+from textwrap import dedent, indent
+
+from .stacking import MAX_ENTRIES
+
+#: name -> (type, description). The description is plain reStructuredText, dedented.
+PARAMETERS: dict[str, tuple[str, str]] = {
+    "n_components": ("int, default=2", """
+        Number of latent dimensions, fixed. Every chain starts from them; stacking still weighs
+        the chains' modes."""),
+    "likelihood": (
+        '{"gaussian", "negbinom", "poisson", "multinomial", "bernoulli", "binomial"}, default="gaussian"',
+        """
+        Observation model, a name from ``ibp_rflvm.likelihoods.REGISTRY``. ``"gaussian"`` is the
+        collapsed Gaussian for real values (standardise the columns first); the others take
+        counts or binary data. What each assumes: :doc:`/likelihoods`."""),
+    "n_frequencies": ("int, default=50", """
+        Number ``M`` of random Fourier frequencies; the feature map has ``2M`` features (plus
+        the bias)."""),
+    "n_iter": ("int, default=100", """
+        MCMC sweeps per chain, burn-in included. A first real fit runs a few hundred
+        (:doc:`/chains`)."""),
+    "burn_in": ("int or None, default=None", """
+        Sweeps discarded before samples are kept; None keeps the second half (``n_iter // 2``
+        discarded). Must be smaller than `n_iter`."""),
+    "init_dims": ("int, default=12", """
+        Latent dimensions at the start (the IBP adds and removes them). Generous on purpose:
+        the sampler prunes unneeded dimensions readily but grows new widely used ones slowly,
+        and chains started from 2 stay in a poorer mode (:doc:`/sampler`, section 3). With
+        ``n_chains > 1`` the chains start from numbers spread evenly between 2 and `init_dims`
+        (``chain_starts_``; 4 chains from 12: 2, 5, 9, 12), because which start reaches the
+        better mode differs by data set; stacking then weighs them."""),
+    "random_state": ("int, numpy.random.Generator, numpy.random.SeedSequence or None, default=None", """
+        Seed of the chains. The same seed gives the same chains bit for bit; with several
+        chains each gets its own Generator spawned from it."""),
+    "max_dims": ("int or None, default=50", """
+        Cap on ``K+``, the number of dimensions any row uses (None: no cap). The prior is then
+        the IBP conditioned on ``K+ <= max_dims``, which every update of ``Z`` respects exactly.
+        Without it ``K+`` grows for hundreds of sweeps on wide or large-count data, and the cost
+        of a sweep with it (Olivetti, 400 x 4,096: 484 dimensions after 100 sweeps). The default
+        is above what the narrow data sets here use (Cambridge 4-6, cancer 13-37, mice 24-47); a
+        fit whose ``K+`` sits at the cap warns with :class:`CapReachedWarning`. Measurements:
+        :doc:`/sampler`, section 7."""),
+    "alpha_prior": ("tuple of (float, float), default=(1.0, 1.0)", """
+        ``(shape, rate)`` of the Gamma prior on the IBP concentration ``alpha``."""),
+    "eta_prior": ("tuple of (float, float), default=(1.0, 1.0)", """
+        ``(shape, rate)`` of the Gamma prior on the concentration ``eta`` of the Dirichlet
+        process mixture over the frequencies."""),
+    "lam0": ("float, default=1.0", """
+        Mean-precision scale of the normal-inverse-Wishart prior of the frequency mixture's
+        components."""),
+    "likelihood_params": ("dict or None, default=None", """
+        Hyperparameters of the likelihood, e.g. ``{"a0": 1.0, "b0": 1.0}`` for the Gaussian's
+        inverse-gamma prior on the noise variances, ``{"n_trials": 10}`` for the binomial, or
+        ``{"size_factors": "total"}`` to give the Poisson and negative binomial rows their own
+        depth (:doc:`/likelihoods`, *Size factors*)."""),
+    "bias": ("bool or None, default=None", """
+        Add a constant feature. None: the likelihood's choice (off for the Gaussian, on for the
+        count and binary likelihoods)."""),
+    "n_chains": ("int, default=1", """
+        Independent chains, each with its own Generator spawned from `random_state`, run in
+        parallel processes. Predictions, scores, the reconstruction, the embedding and the
+        posteriors of ``K+`` and of the effective dimensions use every chain's kept samples,
+        chain ``k`` weighted by ``chain_weights_[k]`` (see `combine`). What one chain gives
+        (``n_active_`` and the other single-chain traces, ``latent_``, ``latent_samples_``,
+        ``state_``, :meth:`transform`) is that of the chain of largest weight, ``best_chain_``.
+        :doc:`/chains`."""),
+    "n_jobs": ("int or None, default=None", """
+        Worker processes for the chains (None: one per chain, at most the CPU count). Under
+        ``joblib.parallel_config(backend="dask")`` the chains run as tasks on that Dask cluster
+        instead (:doc:`/chains`, *A Dask cluster*)."""),
+    "checkpoint_path": ("str or None, default=None", """
+        File where each chain (state, generator, traces, kept samples) is saved atomically every
+        `checkpoint_every` sweeps, as ``.npy`` arrays and JSON in a zip, never a pickle.
+        ``fit(Y, resume=True)`` continues from it, or extends a finished chain to a larger
+        `n_iter`. With several chains, chain ``c`` uses ``<checkpoint_path>.chain<c>``."""),
+    "checkpoint_every": ("int, default=10", """
+        Sweeps between checkpoints (with `checkpoint_path`)."""),
+    "verbose": ("bool, default=False", """
+        Show a progress bar (sweeps per second and the current ``K+``) for a single chain."""),
+    "sampler": ('{"default", "paper"}, default="default"', """
+        ``"default"``: joint ``(z, x)`` flips, row transfers, absorb/emit moves between
+        dimensions with aligned frequencies and singleton birth/death after every IBP step,
+        from a start scaled so that ``H W^T`` has variance about 2. ``"paper"``: the paper's
+        sweep and its unit-variance PCA start, kept for comparison (:doc:`/sampler`)."""),
+    "n_replicas": ("int, default=1", """
+        Levels of replica exchange over the Gaussian noise prior (1: off). Level ``l``
+        multiplies the prior scale ``b0`` by ``replica_top ** (l / (n_replicas - 1))``; adjacent
+        levels swap states before every sweep and only the coldest level's chain is kept
+        (``swap_rates_``). Costs `n_replicas` sweeps per sweep; its measured effect:
+        :doc:`/sampler`, section 4."""),
+    "replica_top": ("float, default=5.0", """
+        The hottest replica's multiple of the noise prior's scale ``b0`` (at least 1)."""),
+    "combine": ('{"stack", "pool"}, default="stack"', """
+        How several chains are combined. ``"stack"``: stacking weights (Yao, Vehtari and Gelman
+        2022) that maximise the mixture's PSIS-LOO predictive density of the observed training
+        entries, each chain scored on its own kept samples (``stacking_``). ``"pool"``: every
+        kept sample weighs the same. One chain always has ``chain_weights_ == [1.0]``."""),
+    "stacking_max_entries": (f"int, default={MAX_ENTRIES}", """
+        At most about this many observed entries are scored for stacking (those of a fixed
+        random subset of rows above it; the objective is a sum over entries, so a subset
+        estimates it)."""),
+    "ibp_beta": ("float or None, default=1.0", """
+        The sharing parameter ``beta`` of the two-parameter IBP (Ghahramani, Griffiths and
+        Sollich 2007); None learns it under `ibp_beta_prior`. ``E[dims per row] = alpha``
+        whatever ``beta``, while ``E[K+] = alpha sum_{i<=N} beta / (beta + i - 1)``, so a small
+        ``beta`` means fewer, more widely shared dimensions. The default is the paper's
+        one-parameter IBP and the only value ``sampler="paper"`` accepts. Learned, it did not
+        beat ``beta = 1`` on held-out density from every start (:doc:`/sampler`, section 10)."""),
+    "ibp_beta_prior": ("tuple of (float, float), default=(1.0, 1.0)", """
+        ``(shape, rate)`` of the Gamma prior on ``beta`` when it is learned."""),
+    "n_threads": ("int or None, default=None", """
+        Threads for each chain's sweep (None: the CPUs of the process's affinity shared among
+        the chains that run at once, at least 1 each). The Polya-gamma likelihoods' row and
+        column work runs on them in blocks of fixed size; the chain is the same bit for bit
+        whatever `n_threads`, and a checkpoint written with one value resumes with another
+        (:doc:`/scaling`)."""),
+    "backend": ('{"numba", "jax"}, default="numba"', """
+        Where the sweep runs: compiled CPU kernels, or JAX (the ``jax`` extra, count
+        likelihoods) on a GPU where JAX sees one, else the CPU. On ``"jax"`` the whole sweep is
+        one compiled device step, rows in parallel given the sticks (:doc:`/gpu`); the
+        posterior and the outputs are the same, and several chains run one after another. The
+        first JAX fit of a configuration in a process compiles that step during its first sweep,
+        about 40 s on a CPU (the project's 2-core machine); later fits of the same shapes reuse
+        it (:doc:`/gpu`, *Compilation, and fixed shapes*)."""),
+    "devices": ("sequence of jax.Device, int or None, default=None", """
+        ``backend="jax"`` only: the devices one chain's rows are sharded over (an int: the
+        first that many of ``jax.devices()``; None: every device JAX sees). The chain is the
+        same whatever the number of devices, as long as it divides ``gcd(N, 8)``; with more
+        devices than that, the largest such number is used (:doc:`/gpu`)."""),
+}
+
+#: name -> (type, description) of the fitted attributes. Properties get numpydoc's link to
+#: their own documentation and the first sentence of their docstring in place of this text.
+ATTRIBUTES: dict[str, tuple[str, str]] = {
+    "n_active_": ("ndarray of shape (n_iter,)", """
+        ``K+`` (the number of dimensions any row uses) after each sweep of the best chain. The
+        dense model's is constant, its `n_components`."""),
+    "latent_": ("ndarray of shape (n_samples, K+)", """
+        The training rows' latent positions ``X * Z`` in the best chain's final sample, active
+        dimensions only, most used first; the IBP's zeros are exact. One sample: its
+        dimensions have no identity across samples or chains, so summaries use
+        ``embedding_``."""),
+    "latent_samples_": ("list of ndarray of shape (n_samples, K+_s)", """
+        ``latent_`` of each kept sample of the best chain, in sweep order."""),
+    "embedding_": ("ndarray of shape (n_samples, embedding_dims_)", ""),
+    "embedding_dims_": ("int", ""),
+    "reconstruction_": ("ndarray of shape (n_samples, n_features)", ""),
+    "log_likelihood_": ("ndarray of shape (n_iter,)", """
+        Observed-data log-likelihood after each sweep of the best chain."""),
+    "alpha_": ("ndarray of shape (n_iter,)", """
+        The IBP concentration after each sweep of the best chain (the dense model: 1.0)."""),
+    "ibp_beta_": ("ndarray of shape (n_iter,)", """
+        The IBP's sharing parameter after each sweep of the best chain (constant unless
+        learned, ``ibp_beta=None``)."""),
+    "eta_": ("ndarray of shape (n_iter,)", """
+        The frequency mixture's Dirichlet process concentration after each sweep of the best
+        chain."""),
+    "n_mixture_components_": ("ndarray of shape (n_iter,)", """
+        Occupied components of the frequency mixture after each sweep of the best chain."""),
+    "traces_": ("dict of str to ndarray of shape (n_chains, n_iter)", """
+        Every chain's per-sweep traces: ``"n_active"`` (``K+``), ``"loglik"``, ``"alpha"``,
+        ``"eta"``, ``"n_components"`` and ``"ibp_beta"``."""),
+    "chain_starts_": ("ndarray of shape (n_chains,)", """
+        Each chain's starting number of dimensions."""),
+    "chain_weights_": ("ndarray of shape (n_chains,)", """
+        Each chain's weight in predictions, scores and the embedding (summing to one):
+        stacking's, or its share of the samples with ``combine="pool"``."""),
+    "best_chain_": ("int", """
+        The chain of largest weight, whose final sample gives ``latent_``, ``state_`` and
+        :meth:`transform` their coordinates."""),
+    "stacking_": ("ibp_rflvm.stacking.ChainWeights", """
+        What stacking computed: ``weights``, each chain's mean PSIS-LOO density per entry
+        ``elpd`` and its standard error ``elpd_se``, the shares of entries with an unreliable
+        Pareto ``k`` (``pareto_k_bad``, ``pareto_k_above_07``), ``n_entries`` scored of
+        ``n_observed``, and ``combine``. One chain is not scored (NaN)."""),
+    "k_plus_posterior_": ("dict of int to float", ""),
+    "effective_dims_": ("ndarray of shape (n_chains, n_draws)", ""),
+    "effective_draws_": ("ndarray of shape (n_draws,)", ""),
+    "effective_dims_posterior_": ("dict of int to float", ""),
+    "swap_rates_": ("ndarray of shape (n_chains, n_replicas - 1)", """
+        Acceptance rate of swaps between each pair of adjacent replicas, per chain; only with
+        ``n_replicas > 1``."""),
+    "state_": ("ibp_rflvm.state.ChainState", """
+        The best chain's final state (``X``, ``Z``, ``W``, the likelihood's ``params``, ...)."""),
+    "spec_": ("ibp_rflvm.state.ModelSpec", """
+        The model as fitted (likelihood, number of frequencies, priors, backend)."""),
+    "posterior_": ("ibp_rflvm.posterior.Posterior", """
+        Everything the chains left (kept samples, traces, weights, the data as the sampler saw
+        them); every other fitted attribute is read from it."""),
+    "n_samples_fit_": ("int", """
+        Rows of the training data."""),
+    "n_features_in_": ("int", """
+        Columns of the training data."""),
+}
+
+def _entry(name: str, kind: str, text: str) -> str:
+    body = indent(dedent(text).strip(), "    ") if text.strip() else ""
+    return f"{name} : {kind}" + (f"\n{body}" if body else "")
+
+
+def section(title: str, entries: list[str]) -> str:
+    """A numpydoc section: its title, the underline, the entries."""
+    return f"{title}\n{'-' * len(title)}\n" + "\n".join(entries)
+
+
+def estimator_docstring(
+    summary: str, extended: str, parameters: list[str], see_also: str, examples: str
+) -> str:
+    """A class docstring: `summary`, `extended`, then Parameters (in signature order, each from
+    :data:`PARAMETERS`), Attributes (:data:`ATTRIBUTES`), See Also and Examples."""
+    params = [_entry(name, *PARAMETERS[name]) for name in parameters]
+    attrs = [_entry(name, kind, text) for name, (kind, text) in ATTRIBUTES.items()]
+    parts = [
+        summary, dedent(extended).strip(), section("Parameters", params), section("Attributes", attrs),
+        section("See Also", [dedent(see_also).strip()]), section("Examples", [dedent(examples).strip()]),
+    ]  # fmt: skip
+    return "\n\n".join(parts) + "\n"
