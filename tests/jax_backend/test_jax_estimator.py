@@ -8,7 +8,7 @@ pytest.importorskip("jax")
 
 from ibp_rflvm import IBPRFLVM, RFLVM  # noqa: E402
 from ibp_rflvm.checkpoint import CheckpointMismatch  # noqa: E402
-from ibp_rflvm.jax_backend import programs  # noqa: E402
+from ibp_rflvm.jax_backend import kernel  # noqa: E402
 
 
 def _counts(seed=0, n=40, j=12):
@@ -65,9 +65,9 @@ def test_a_numba_checkpoint_is_not_resumed_on_jax(tmp_path):
 def test_no_compilation_after_the_first_sweeps():
     Y = _counts(3)
     _fit(Y, n_iter=2, burn_in=1)  # compiles what these shapes need, in its first sweep
-    before = programs.compiled_count()
+    before = kernel.compiled_count()
     model = _fit(Y, n_iter=30, random_state=11)
-    assert programs.compiled_count() == before
+    assert kernel.compiled_count() == before
     assert model.n_active_.max() > 1  # K+ changed during the fit without new programs
 
 

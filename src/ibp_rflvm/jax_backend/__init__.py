@@ -1,10 +1,11 @@
-"""The JAX backend: the sweep of the factorising likelihoods on an accelerator (or the CPU).
+"""The JAX backend: the whole sweep of the factorising likelihoods as one compiled device step.
 
-``IBPRFLVM(..., backend="jax")`` and ``RFLVM(..., backend="jax")`` choose it. The chain's
-state, its record and its checkpoints are the numba backend's; what moves to the device is the
-work over all ``N x J`` entries: the feature map, the linear predictors ``psi = Phi beta``, the
-row log-likelihoods, the Polya-gamma and CRT draws and the weights' Gaussian draws. Shapes are
-fixed (the latent dimensions padded to a cap), so one compiled program serves a whole fit.
+``IBPRFLVM(..., backend="jax")`` and ``RFLVM(..., backend="jax")`` choose it; the chain's
+record and checkpoints are the numba backend's. Every update of the sweep runs on the device
+(:mod:`.sweep`), rows in parallel given the sticks (:mod:`.ibp_device`), the rows sharded over
+the devices given (:mod:`.kernel`, :mod:`.rowsum`). Shapes are fixed (the latent dimensions in
+slots up to the cap), so one compiled program serves a whole fit. :func:`sweep_kernel` gives
+the step to users who drive their own loop.
 
 JAX runs in float64 here (``jax_enable_x64``): every sum that enters an acceptance ratio must be
 a float64 sum. Importing this package switches that setting on for the process.
@@ -29,4 +30,6 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 
 jax.config.update("jax_enable_x64", True)
 
-__all__ = ["jax"]
+from .kernel import sweep_kernel  # noqa: E402  (after JAX's settings above)
+
+__all__ = ["jax", "sweep_kernel"]

@@ -148,13 +148,13 @@ def device_run(keys, n, state: DeviceState, data, cfg: SweepConfig):
     """The first `n` of ``len(keys)`` sweeps (:func:`.sweep.sweep_step`) in one device loop;
     returns the last state, and each sweep's info and the traces the record keeps (rows past `n`
     are zeros)."""
-    zeros = jax.eval_shape(lambda: sweep_step(keys[0], state, data, cfg)[1])
+    zeros = jax.eval_shape(lambda: sweep_step(jax.random.wrap_key_data(keys[0]), state, data, cfg)[1])
     infos = jax.tree.map(lambda a: jnp.zeros((keys.shape[0],) + a.shape, a.dtype), zeros)
     traces = jnp.zeros((keys.shape[0], 4))
 
     def body(t, c):
         st, infos, traces = c
-        st, info = sweep_step(keys[t], st, data, cfg)
+        st, info = sweep_step(jax.random.wrap_key_data(keys[t]), st, data, cfg)
         infos = jax.tree.map(lambda buf, v: buf.at[t].set(v), infos, info)
         traces = traces.at[t].set(jnp.stack([st.loglik, st.alpha, st.eta, st.ibp_beta]))
         return st, infos, traces
@@ -248,7 +248,8 @@ class DeviceSweepTarget:
         Phi = programs.features(pad, Wp, cfg.bias, cfg.M)
         L, J = Phi.shape[1], self.prep.Y0.shape[1]
         dparams = self.dlik.initial(self.lik, self.prep, L, J)
-        dparams = programs.update_params(key_from(rng), Phi, dparams, self.data, **static)
+        key = jax.random.wrap_key_data(key_from(rng))
+        dparams = programs.update_params(key, Phi, dparams, self.data, **static)
         _, ll, _ = programs.total_loglik(Phi, dparams, self.data, **static)
         return None, self.dlik.host_params(dparams), float(np.sum(np.asarray(ll), dtype=np.float64))
 

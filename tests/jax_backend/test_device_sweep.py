@@ -1,0 +1,117 @@
+"""The whole sweep as one device step (issue 47): no host callback, many sweeps in one scan, the
+same chain on 1 and 4 devices, and a prior check that can fail. JAX runs on the CPU here; the
+joint-distribution tests of the device sweep are in test_jax_sweep.py."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax")
+
+from ibp_rflvm import model  # noqa: E402
+from ibp_rflvm.diagnostics import batch_mean_se  # noqa: E402
+from ibp_rflvm.jax_backend import jax, sweep_kernel  # noqa: E402
+from ibp_rflvm.likelihoods import make_likelihood  # noqa: E402
+from ibp_rflvm.samplers import ibp  # noqa: E402
+from ibp_rflvm.targets import make_target  # noqa: E402
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+#: The kernel every test of this file builds (one compilation serves them).
+PARAMS = {"likelihood": "negbinom", "n_frequencies": 6, "init_dims": 3, "max_dims": 8, "random_state": 2}
+
+
+def _counts(seed=0, n=24, j=7):
+    rng = np.random.default_rng(seed)
+    Y = rng.negative_binomial(2, 0.4, size=(n, j)).astype(float)
+    Y[rng.random(Y.shape) < 0.1] = np.nan
+    return Y
+
+
+def test_the_step_holds_no_host_callback():
+    state, step = sweep_kernel(_counts(), **PARAMS)
+    text = str(jax.make_jaxpr(step)(jax.random.key(0), state))
+    assert "callback" not in text
+    # The whole sweep is in it: the device loops of Z's moves, X, W and the mixture.
+    assert text.count("while[") >= 6
+
+
+def test_a_scan_of_the_step_is_the_steps_one_by_one():
+    state, step = sweep_kernel(_counts(1), **PARAMS)
+    keys = jax.random.split(jax.random.key(3), 3)
+
+    @jax.jit
+    def scanned(state, keys):
+        return jax.lax.scan(lambda s, key: step(key, s), state, keys)
+
+    last, infos = scanned(state, keys)
+    jitted = jax.jit(step)
+    one = state
+    for t in range(3):
+        one, info = jitted(keys[t], one)
+        assert int(info.k_plus) == int(infos.k_plus[t])
+    for a, b in zip(jax.tree.leaves(last), jax.tree.leaves(one), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert int(last.sweep) == 3
+
+
+_SHARDED = textwrap.dedent(
+    """
+    import json, os, sys
+    import numpy as np
+    from ibp_rflvm import IBPRFLVM
+    rng = np.random.default_rng(0)
+    Y = (rng.negative_binomial(2, 0.4, size=(40, 9)) > 2).astype(float)
+    Y[rng.random(Y.shape) < 0.1] = np.nan
+    out = {}
+    for d in (1, 2, 4):
+        m = IBPRFLVM(likelihood=sys.argv[1], n_iter=6, burn_in=3, n_frequencies=5, init_dims=3,
+                     max_dims=8, random_state=3, backend="jax", devices=d).fit(Y)
+        s = m.state_
+        out[d] = [a.tolist() for a in (s.X, s.Z, s.W, s.params["beta"], m.traces_["loglik"][0])]
+    print(json.dumps({"same": [out[1] == out[d] for d in (2, 4)], "k_plus": m.traces_["n_active"].tolist()}))
+    """
+)
+
+
+@pytest.mark.slow
+def test_one_two_and_four_devices_give_the_same_chain():
+    """Rows sharded over 1, 2 and 4 host devices: the same chain bit for bit (sums over rows by
+    fixed row groups, each row's random numbers from its position, not its device)."""
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PYTHONPATH": SRC}
+    done = subprocess.run(
+        [sys.executable, "-c", _SHARDED, "bernoulli"], env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["same"] == [True, True], result
+
+
+def _prior_chain(n_sweeps, n=10, alpha=2.0, max_dims=30, seed=0, broken=None):
+    """The device sweep with every entry unobserved (likelihood 1): it samples the prior."""
+    lik = make_likelihood("negbinom")
+    spec = model.ModelSpec(n_frequencies=3, fixed_alpha=alpha, likelihood=lik, max_dims=max_dims, backend="jax")
+    rng = np.random.default_rng(seed)
+    state = model.init_state(rng, model.Data.from_array(np.zeros((n, 2)), lik), spec)
+    target = make_target(spec, model.Data.from_array(np.full((n, 2), np.nan), lik))
+    if broken is not None:
+        target.cfg = replace(target.cfg, **broken)
+    kernel = model.build_sweep(spec, target)
+    state, steps = kernel.run(rng, state, n_sweeps)
+    return np.array([info.k_plus for _, info in steps][200:]), steps
+
+
+@pytest.mark.slow
+def test_a_prior_check_sees_a_wrong_birth_rate():
+    """The power of the prior check (test_jax_sweep.py): singletons born at 1.5 times their
+    rate move ``K+`` by many standard errors, so the check would see such an error."""
+    n, alpha = 10, 2.0
+    k_plus, _ = _prior_chain(3000, n=n, alpha=alpha, broken={"new_rate_per_alpha": 1.5 / n})
+    mean, se = batch_mean_se(k_plus)
+    assert abs(mean - alpha * ibp.harmonic(n)) > 6 * se, (mean, se)
