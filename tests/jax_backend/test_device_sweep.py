@@ -96,7 +96,9 @@ def test_one_two_and_four_devices_give_the_same_chain():
 def _prior_chain(n_sweeps, n=10, alpha=2.0, max_dims=30, seed=0, broken=None):
     """The device sweep with every entry unobserved (likelihood 1): it samples the prior."""
     lik = make_likelihood("negbinom")
-    spec = model.ModelSpec(n_frequencies=3, fixed_alpha=alpha, likelihood=lik, max_dims=max_dims, backend="jax")
+    spec = model.ModelSpec(
+        n_frequencies=3, fixed_alpha=alpha, likelihood=lik, max_dims=max_dims, backend="jax"
+    )
     rng = np.random.default_rng(seed)
     state = model.init_state(rng, model.Data.from_array(np.zeros((n, 2)), lik), spec)
     target = make_target(spec, model.Data.from_array(np.full((n, 2), np.nan), lik))

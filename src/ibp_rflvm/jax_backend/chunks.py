@@ -43,15 +43,17 @@ def over_selected(
     rounds = -(-E // size)
     count = jnp.sum(mask)
     order = jnp.argsort(jnp.where(mask, -work, jnp.inf), stable=True).astype(jnp.int32)
-    order = jnp.concatenate([order, jnp.full(rounds * size - E, E, dtype=jnp.int32)])
+    # Padding slots point past the end, each to its own index: the writes below are then a scatter
+    # of unique indices that drops them (a GPU may serialise a scatter whose indices can repeat).
+    order = jnp.concatenate([order, E + 1 + jnp.arange(rounds * size - E, dtype=jnp.int32)])
     padded = [jnp.concatenate([a, a[:1]]) for a in args]
 
     def body(st):
         i, out = st
         idx = lax.dynamic_slice(order, (i * size,), (size,))
         live = i * size + jnp.arange(size) < count
-        vals = fn(random.fold_in(key, i), *[a[idx] for a in padded], live)
-        return i + 1, out.at[idx].set(jnp.where(live, vals, 0.0))
+        vals = fn(random.fold_in(key, i), *[a.at[idx].get(mode="clip") for a in padded], live)
+        return i + 1, out.at[idx].set(jnp.where(live, vals, 0.0), mode="drop", unique_indices=True)
 
-    _, out = lax.while_loop(lambda st: st[0] * size < count, body, (jnp.int32(0), jnp.zeros(E + 1)))
-    return out[:E]
+    _, out = lax.while_loop(lambda st: st[0] * size < count, body, (jnp.int32(0), jnp.zeros(E)))
+    return out

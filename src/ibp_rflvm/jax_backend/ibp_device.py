@@ -307,7 +307,8 @@ def singletons(
     owns = jnp.any(s.Z & (m0 == 1)[None, :], axis=1)
     cand = owns | (k_new > 0)
     n_cand = jnp.sum(cand)
-    rows = jnp.nonzero(cand, size=N, fill_value=0)[0]
+    # The candidates first, in row order (a stable sort: no scatter, which a GPU may serialise).
+    rows = jnp.argsort(~cand, stable=True)
 
     def body(c):
         j, s, m, births, deaths = c
