@@ -138,9 +138,12 @@ def _exact_sum(key, n_one, h, z, has_frac):
     few = max(1, size // 32)
     k_all, k_few = random.split(key)
     st = lax.while_loop(lambda st: jnp.sum(_live(st)) > few, partial(_exact_pass, k_all, consts), st)
-    slot = jnp.nonzero(_live(st), size=few, fill_value=size)[0]
-    used = slot < size
-    safe = jnp.minimum(slot, size - 1)
+    # The live entries first, in order (a stable sort; no scatter, which a GPU may serialise),
+    # then dead ones that fill the buffer and are written back unchanged.
+    live = _live(st)
+    slot = jnp.argsort(~live, stable=True)[:few]
+    used = live[slot]
+    safe = slot
     sub = [v[safe] for v in st[1:]]
     sub[0] = jnp.where(used, sub[0], 0.0)
     sub[1] = sub[1] & used
@@ -148,7 +151,7 @@ def _exact_sum(key, n_one, h, z, has_frac):
     sub_st = lax.while_loop(
         lambda st: jnp.any(_live(st)), partial(_exact_pass, k_few, sub_consts), (st[0], *sub)
     )
-    return st[3].at[slot].set(sub_st[3], mode="drop")
+    return st[3].at[slot].set(jnp.where(used, sub_st[3], st[3][slot]), unique_indices=True)
 
 
 def _live(st):

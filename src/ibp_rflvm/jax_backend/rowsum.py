@@ -6,7 +6,8 @@ Here the rows are cut into a fixed number of contiguous *groups* (:func:`row_gro
 of 8 that divides ``N``), chosen from ``N`` alone, and every sum over rows is
 
 1. within each group, a fixed computation (one reduction, or a scan over blocks of
-   :data:`BLOCK_ROWS` rows), the groups side by side (``vmap``);
+   :data:`BLOCK_ROWS` rows); blocked sums visit the groups one after another (``lax.map``), so
+   that one block's per-entry work (Polya-gamma draws) is all a device holds at once;
 2. the groups' partials made whole on every device (``replicated``: a sharding that copies the
    small partials to every device, or None on one device), then added in group order.
 
@@ -111,7 +112,10 @@ def blocked_row_sum(
         return acc
 
     ins = [jnp.arange(groups)] + [grouped(a, groups) for a in arrays]
-    return jax.tree.map(add, start, _whole(_on_groups(jax.vmap(one_group), ins, replicated), replicated))
+    def groups_in_turn(ids, *arrs):
+        return lax.map(lambda a: one_group(*a), (ids, *arrs))
+
+    return jax.tree.map(add, start, _whole(_on_groups(groups_in_turn, ins, replicated), replicated))
 
 
 __all__ = ["BLOCK_ROWS", "MAX_GROUPS", "blocked_row_sum", "grouped", "row_groups", "row_sum", "rows_dot"]

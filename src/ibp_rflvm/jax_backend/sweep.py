@@ -153,6 +153,13 @@ def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: 
     return W, P, acc
 
 
+def first_members(zeta, M: int):
+    """Each label's first member (``M`` for a label without one), by comparison rather than a
+    scatter whose indices repeat."""
+    m = jnp.arange(M)
+    return jnp.min(jnp.where(zeta[None, :] == m[:, None], m[None, :], M), axis=1)
+
+
 def canonical(st: DeviceState, active) -> DeviceState:
     """The used slots first (in order), zeros after; the mixture's labels by first appearance,
     unused labels' components neutral (mean 0, identity covariance)."""
@@ -164,7 +171,7 @@ def canonical(st: DeviceState, active) -> DeviceState:
     Z = st.Z[:, order] & act[None, :]
     W = jnp.where(act[None, :], st.W[:, order], 0.0)
     pi = jnp.where(act, st.pi[order], 0.5)
-    first = jnp.full(M, M).at[st.zeta].min(jnp.arange(M))
+    first = first_members(st.zeta, M)
     perm = jnp.argsort(first, stable=True)
     used = first[perm] < M
     zeta = jnp.argsort(perm, stable=True)[st.zeta].astype(st.zeta.dtype)
@@ -239,7 +246,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
     new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
     new = canonical(new, active)
-    first = jnp.full(cfg.M, cfg.M).at[zeta].min(jnp.arange(cfg.M))
+    first = first_members(zeta, cfg.M)
     info = DeviceInfo(
         k_plus=jnp.sum(active), n_components=jnp.sum(first < cfg.M), x_evals=x_evals, w_accepted=w_acc,
         **counts,
