@@ -6,12 +6,15 @@ Run by hand (a GPU machine, or this one's CPU)::
         --sizes 10000x2000 100000x2000 --sweeps 5 --numba-threads 16 [--numba-sweeps 2] [--no-numba]
 
 For each size: the data of :func:`bench_scale.simulate` (NB counts from a sparse RFLVM, about
-90% zeros) and the estimator's defaults (``IBPRFLVM(likelihood="negbinom")``: ``init_dims``
-12, ``max_dims`` 50, M = 50, the default sampler), started as ``fit`` starts them. The first
-sweep (which compiles) is reported apart; the figure is the median of the next `--sweeps`.
-For the JAX backend also: the device, the number of compiled programs after the first sweep and
-after the last (equal: no compilation inside the fit), and on a GPU the device's peak memory
-and that peak per ``N x J`` entry. The numba backend runs the same chain start on
+90% zeros) and the estimator's defaults (``IBPRFLVM(likelihood="negbinom")``: ``max_dims`` 50,
+M = 50, the default sampler) started from ``--init-dims`` dimensions (25: ``K+`` 20-30, as
+issue 47 asks), started as ``fit`` starts them. The first sweep (which compiles) is reported
+apart; the figure is the median of the next `--sweeps`, each a ``kernel.step`` (for the JAX
+backend: the state crossing to the host and back each sweep, as for a kept sample). For the
+JAX backend also ``s_per_sweep_run``: `--sweeps` sweeps in one device call (``kernel.run``,
+as the driver runs the burn-in), the compiled programs after the first sweep and after the
+last (equal: no compilation inside the fit), and on a GPU the device's peak memory and that
+peak per ``N x J`` entry. The numba backend runs the same chain start on
 `--numba-threads` threads (the chain is the same whatever the thread count). Everything is
 printed as ``key: value`` lines, so one call measures it all; nothing is installed.
 """
@@ -36,8 +39,9 @@ from ibp_rflvm import IBPRFLVM, blocks, model  # noqa: E402
 from ibp_rflvm.targets import make_target  # noqa: E402
 
 
-def run(Y: np.ndarray, backend: str, n_sweeps: int, threads: int, seed: int = 0) -> dict:
-    spec = replace(IBPRFLVM(likelihood="negbinom", random_state=seed)._spec(), backend=backend)
+def run(Y: np.ndarray, backend: str, n_sweeps: int, threads: int, seed: int = 0, init_dims: int = 25) -> dict:
+    spec = IBPRFLVM(likelihood="negbinom", random_state=seed)._spec()
+    spec = replace(spec, backend=backend, n_dims=init_dims)
     rng = np.random.default_rng(seed)
     out: dict = {}
     t0 = time.perf_counter()
@@ -51,21 +55,25 @@ def run(Y: np.ndarray, backend: str, n_sweeps: int, threads: int, seed: int = 0)
         state, _ = kernel.step(rng, state)
         out["first_sweep_s"] = time.perf_counter() - t0
         if backend == "jax":
-            from ibp_rflvm.jax_backend import programs
+            from ibp_rflvm.jax_backend import kernel as device
 
-            out["compiled_after_first"] = programs.compiled_count()
+            out["compiled_after_first"] = device.compiled_count()
         times, k_plus = [], []
         for _ in range(n_sweeps):
             t0 = time.perf_counter()
             state, info = kernel.step(rng, state)
             times.append(time.perf_counter() - t0)
             k_plus.append(info.k_plus)
+        if backend == "jax":
+            t0 = time.perf_counter()
+            state, steps = kernel.run(rng, state, n_sweeps)
+            out["s_per_sweep_run"] = (time.perf_counter() - t0) / n_sweeps
+            k_plus += [info.k_plus for _, info in steps]
     out["s_per_sweep_median"] = statistics.median(times)
     out["s_per_sweep_all"] = " ".join(f"{t:.3f}" for t in times)
     out["k_plus"] = " ".join(map(str, k_plus))
     if backend == "jax":
-        out["compiled_after_last"] = programs.compiled_count()
-        out["widenings"] = target.widenings
+        out["compiled_after_last"] = device.compiled_count()
         out.update(_device_memory(Y.size))
         out["same_seed_same_chain"] = _same_twice(kernel, seed)
     return out
@@ -102,6 +110,7 @@ def main() -> None:
     p.add_argument("--numba-sweeps", type=int, default=None, help="default: --sweeps")
     p.add_argument("--no-numba", action="store_true")
     p.add_argument("--no-jax", action="store_true")
+    p.add_argument("--init-dims", type=int, default=25, help="the start's dimensions (K+ 20-30 at 25)")
     a = p.parse_args()
     from ibp_rflvm.jax_backend import jax
 
@@ -115,9 +124,10 @@ def main() -> None:
         print(f"\n== {n} x {j} NB counts ({np.mean(Y == 0):.0%} zeros; simulated in {made:.1f} s)")
         results = {}
         if not a.no_jax:
-            results["jax"] = run(Y, "jax", a.sweeps, 1)
+            results["jax"] = run(Y, "jax", a.sweeps, 1, init_dims=a.init_dims)
         if not a.no_numba:
-            results["numba"] = run(Y, "numba", a.numba_sweeps or a.sweeps, a.numba_threads)
+            n_numba = a.numba_sweeps or a.sweeps
+            results["numba"] = run(Y, "numba", n_numba, a.numba_threads, init_dims=a.init_dims)
         for backend, res in results.items():
             threads = f", {a.numba_threads} threads" if backend == "numba" else ""
             for key, value in res.items():

@@ -71,13 +71,11 @@ autosummary_context = {"api_members": API_MEMBERS}
 
 # numpydoc renders the docstrings and, with warnings as errors, fails the build on a docstring
 # with a parameter missing, unknown or without a description, no Returns, no docstring at all,
-# or an unknown or misplaced section. Not yet checked: the building blocks whose modules
-# another change is rewriting (the JAX backend, the sweep and the targets).
+# or an unknown or misplaced section.
 numpydoc_show_class_members = False  # the class template lists the members itself
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks = {"GL06", "GL07", "GL08", "PR01", "PR02", "PR07", "PR10", "RT01"}
 numpydoc_validation_exclude = {
-    r"^ibp_rflvm\.jax_backend\.", r"^ibp_rflvm\.model\.", r"^ibp_rflvm\.targets\.",
     # scikit-learn's own methods, which the estimators' pages list as scikit-learn's do
     r"\.get_params$", r"\.set_params$",
 }

@@ -114,7 +114,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # What a user calls.
     (
         "ibp_rflvm._fitting", "ibp_rflvm._estimator_docs", "ibp_rflvm.estimator", "ibp_rflvm.adata",
-        "ibp_rflvm.baselines", "ibp_rflvm",
+        "ibp_rflvm.baselines", "ibp_rflvm", "ibp_rflvm.jax_backend.user",
     ),
     # The reproduction of the paper and the command line.
     ("ibp_rflvm.evaluation", "ibp_rflvm.cli", "ibp_rflvm._cli_fit"),

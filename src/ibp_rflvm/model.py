@@ -91,7 +91,22 @@ class SweepKernel(NamedTuple):
 
 
 def build_sweep(spec: ModelSpec, target: Target) -> SweepKernel:
-    """The sweep of `spec` over `target` (built by :func:`ibp_rflvm.targets.make_target`)."""
+    """The sweep of `spec` over `target` as a Markov kernel.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The model's settings.
+    target : Target
+        The posterior the sweep samples, from :func:`ibp_rflvm.targets.make_target`. A target
+        that holds the whole sweep as one compiled device step (``backend="jax"``) gives its own
+        ``step`` and ``run``.
+
+    Returns
+    -------
+    SweepKernel
+        ``init(rng) -> state``, ``step(rng, state) -> (state, info)`` and, on a device, ``run``.
+    """
 
     def init(rng: np.random.Generator) -> ChainState:
         return _init(rng, spec, target)
@@ -99,7 +114,16 @@ def build_sweep(spec: ModelSpec, target: Target) -> SweepKernel:
     # A target that holds the whole sweep as one compiled device step (the JAX backend) runs it.
     own_step = getattr(target, "step", None)
     if own_step is not None:
-        return SweepKernel(init, own_step, target.run)
+
+        def device_step(rng: np.random.Generator, state: ChainState) -> tuple[ChainState, SweepInfo]:
+            state, counts = own_step(rng, state)
+            return state, SweepInfo(**counts)
+
+        def device_run(rng: np.random.Generator, state: ChainState, n: int):
+            state, steps = target.run(rng, state, n)
+            return state, [(traces, SweepInfo(**counts)) for traces, counts in steps]
+
+        return SweepKernel(init, device_step, device_run)
 
     def step(rng: np.random.Generator, state: ChainState) -> tuple[ChainState, SweepInfo]:
         return _step(rng, state, spec, target)

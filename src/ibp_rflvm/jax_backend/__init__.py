@@ -30,6 +30,15 @@ except ImportError as err:  # pragma: no cover - depends on the environment
 
 jax.config.update("jax_enable_x64", True)
 
-from .kernel import sweep_kernel  # noqa: E402  (after JAX's settings above)
+
+def __getattr__(name: str):
+    # The user's kernel builder reads an estimator's parameters, a floor above this package: it
+    # is imported when asked for, so that importing the backend never imports the estimators.
+    if name == "sweep_kernel":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.user").sweep_kernel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["jax", "sweep_kernel"]

@@ -118,11 +118,9 @@ def to_host(st: DeviceState, dlik) -> ChainState:
     )  # fmt: skip
 
 
-def info_of(info: DeviceInfo):
-    """A device sweep's counts as :class:`ibp_rflvm.model.SweepInfo`."""
-    from ..model import SweepInfo
-
-    return SweepInfo(**{k: int(v) for k, v in zip(DeviceInfo._fields, jax.device_get(info), strict=True)})
+def info_of(info: DeviceInfo) -> dict[str, int]:
+    """A device sweep's counts as plain ints (the fields of :class:`ibp_rflvm.model.SweepInfo`)."""
+    return {k: int(v) for k, v in zip(DeviceInfo._fields, jax.device_get(info), strict=True)}
 
 
 class Traces(NamedTuple):
@@ -195,7 +193,27 @@ class Placement(NamedTuple):
 
 
 class DeviceSweepTarget:
-    """A factorising likelihood's posterior, sampled by the whole-sweep device step."""
+    """A factorising likelihood's posterior, sampled by the whole-sweep device step.
+
+    What :func:`ibp_rflvm.targets.make_target` gives for ``backend="jax"``: the chain's start on
+    the host (as the numba backend's), then every sweep on the device (:mod:`.sweep`), the rows
+    sharded over the devices of :func:`ibp_rflvm.blocks.current` (every device by default).
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+        A count likelihood (negative binomial, Poisson, binomial, Bernoulli, multinomial).
+    data : Data
+        The training data.
+    spec : ModelSpec
+        The model's settings; the IBP needs a cap on ``K+`` (``max_dims``), the library's
+        sampler and a fixed ``ibp_beta``.
+
+    Raises
+    ------
+    ValueError
+        For a likelihood or setting the device sweep does not run, naming what does.
+    """
 
     def __init__(self, likelihood, data: Data, spec: ModelSpec) -> None:
         dlik = for_likelihood(likelihood)  # first: it refuses what the device cannot run
@@ -261,7 +279,7 @@ class DeviceSweepTarget:
     def run(self, rng: np.random.Generator, state: ChainState, n: int):
         """`n` sweeps on the device, with the keys `n` calls of :meth:`step` would draw (one
         each from `rng`), in calls of at most :data:`RUN_LENGTH`; returns the last state and
-        each sweep's ``(Traces, SweepInfo)``."""
+        each sweep's ``(Traces, counts)``, the counts a dict of the sweep info's fields."""
         where = self.placement()
         st = self.device_state(state, where)
         out = []
@@ -277,60 +295,8 @@ class DeviceSweepTarget:
         return to_host(st, self.dlik), out
 
 
-# ------------------------------------------------------------------------------------------
-# For a user's own loop
-
-
-def sweep_kernel(Y, **estimator_params: Any):
-    """The sweep of ``IBPRFLVM(**estimator_params, backend="jax")`` on `Y` as a pure JAX kernel.
-
-    Parameters
-    ----------
-    Y : array-like of shape (n_samples, n_features)
-        Counts, NaN where unobserved (the likelihood's checks apply).
-    **estimator_params
-        Any parameters of :class:`ibp_rflvm.IBPRFLVM` (``likelihood``, ``n_frequencies``,
-        ``init_dims``, ``max_dims``, ``random_state`` for the start, ...).
-
-    Returns
-    -------
-    state : DeviceState
-        The chain's start on the default device (a pytree of arrays).
-    step : callable
-        ``step(key, state) -> (state, info)``: one sweep, a pure function of JAX arrays with the
-        data bound as an argument (not a constant), so ``jax.jit(step)`` compiles once and
-        ``jax.lax.scan`` over a sequence of keys runs many sweeps in one call.
-
-    Examples
-    --------
-    >>> import jax
-    >>> state, step = sweep_kernel(Y, likelihood="negbinom", max_dims=20)  # doctest: +SKIP
-    >>> step = jax.jit(step)                                              # doctest: +SKIP
-    >>> for key in jax.random.split(jax.random.key(0), 100):             # doctest: +SKIP
-    ...     state, info = step(key, state)
-    """
-    from .._sparse import data_matrix
-    from ..estimator import IBPRFLVM
-    from ..model import build_sweep
-
-    est = IBPRFLVM(**{**estimator_params, "backend": "jax"})
-    spec = est._spec()
-    Yv = data_matrix(Y, None)
-    spec.likelihood.validate(Yv)
-    data = Data.from_array(Yv, spec.likelihood)
-    target = DeviceSweepTarget(spec.likelihood, data, spec)
-    rng = est._chain_generators()[0]
-    state = to_device(build_sweep(spec, target).init(rng), target.cfg, target.dlik)
-    step = partial(_user_step, data=target.data, cfg=target.cfg)
-    return state, step
-
-
-def _user_step(key, state: DeviceState, data, cfg: SweepConfig):
-    return sweep_step(key, state, data, cfg)
-
-
 __all__ = [
-    "DeviceSweepTarget", "Placement", "compiled_count", "device_run", "resolve_devices", "sweep_kernel",
-    "to_device", "to_host",
+    "DeviceSweepTarget", "Placement", "compiled_count", "device_run", "resolve_devices", "to_device",
+    "to_host",
 ]  # fmt: skip
 

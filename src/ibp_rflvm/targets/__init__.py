@@ -27,7 +27,27 @@ def likelihood_target(spec: ModelSpec, data: Data) -> CollapsedGaussianTarget | 
 
 
 def make_target(spec: ModelSpec, data: Data) -> Target:
-    """The target a chain of `spec` on `data` samples: the one place the kind is chosen."""
+    """The target a chain of `spec` on `data` samples: the one place the kind is chosen.
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The model's settings (its likelihood, backend and whether the likelihood is used).
+    data : Data
+        The training data.
+
+    Returns
+    -------
+    Target
+        :class:`PriorTarget` without the likelihood; on ``backend="jax"`` the whole-sweep
+        device target (:class:`ibp_rflvm.jax_backend.kernel.DeviceSweepTarget`); else the
+        collapsed Gaussian or the factorised target.
+
+    Raises
+    ------
+    ValueError
+        On ``backend="jax"``, for a likelihood or setting the device sweep does not run.
+    """
     if spec.backend == "jax" and spec.use_likelihood:
         # The device likelihoods say which likelihoods run there (ValueError for the others).
         from ..jax_backend.kernel import DeviceSweepTarget
