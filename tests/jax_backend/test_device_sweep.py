@@ -117,3 +117,35 @@ def test_a_prior_check_sees_a_wrong_birth_rate():
     k_plus, _ = _prior_chain(3000, n=n, alpha=alpha, broken={"new_rate_per_alpha": 1.5 / n})
     mean, se = batch_mean_se(k_plus)
     assert abs(mean - alpha * ibp.harmonic(n)) > 6 * se, (mean, se)
+
+
+def test_the_rows_slice_sampler_samples_its_target():
+    """:func:`elliptical_slice_rows` (the work following the rows still searching, in buffers of
+    600 and 75 rows here) on a Gaussian target with a closed form: prior ``N(0, 1)``, likelihood
+    ``N(x; 2, 0.5^2)`` per coordinate, so the posterior is ``N(1.6, 0.2)``; the rows' kept
+    log-likelihoods and projections match their values."""
+    from ibp_rflvm.jax_backend.ess import elliptical_slice_rows, levels
+
+    jnp = jax.numpy
+    n = 600
+    assert levels(n) == [600, 75]
+
+    def ll_rows(prop, rows):
+        return -jnp.sum((prop - 2.0) ** 2, axis=1) / 0.5, (3.0 * prop,)
+
+    @jax.jit
+    def chain(key, x):
+        def body(x, k):
+            ll, _ = ll_rows(x, slice(None))
+            x, ll_new, (aux,), _ = elliptical_slice_rows(k, x, ll_rows, ll, (3.0 * x,))
+            ll_now = ll_rows(x, None)[0]
+            stale = jnp.maximum(jnp.max(jnp.abs(aux - 3.0 * x)), jnp.max(jnp.abs(ll_new - ll_now)))
+            return x, (jnp.mean(x), jnp.mean((x - 1.6) ** 2), stale)
+
+        return jax.lax.scan(body, x, jax.random.split(key, 400))
+
+    _, (means, sq, stale) = chain(jax.random.key(0), jnp.zeros((n, 2)))
+    assert float(jnp.max(stale)) < 1e-12  # what each row keeps is its current value
+    for values, target in ((np.asarray(means)[50:], 1.6), (np.asarray(sq)[50:], 0.2)):
+        mean, se = batch_mean_se(values)
+        assert abs(mean - target) < 4 * se, (mean, target, se)

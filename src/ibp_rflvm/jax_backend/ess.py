@@ -58,3 +58,90 @@ def elliptical_slice(key, x: jax.Array, loglik: Callable, ll: jax.Array, aux: tu
              jnp.zeros((), jnp.int64))  # fmt: skip
     s = lax.while_loop(cond, body, start)
     return s[5], s[6], s[7], s[8]
+
+
+#: Each level of :func:`elliptical_slice_rows` holds this fraction of the level above it.
+SHRINK = 8
+#: The smallest level: below it the rows still searching stay where they are.
+MIN_LEVEL = 64
+
+
+def levels(n: int) -> list[int]:
+    """The buffer sizes of :func:`elliptical_slice_rows` for `n` units: ``n, n/8, n/64, ...``."""
+    out = [n]
+    while out[-1] // SHRINK >= MIN_LEVEL:
+        out.append(out[-1] // SHRINK)
+    return out
+
+
+def elliptical_slice_rows(key, x: jax.Array, loglik_rows: Callable, ll: jax.Array, aux: tuple = ()):
+    """:func:`elliptical_slice` whose work follows the units still searching.
+
+    ``loglik_rows(proposals, rows) -> (ll, aux)`` scores the proposals of the units `rows` (an
+    index array, or ``slice(None)`` for all of them in order). A
+    round scores a buffer of units; once no more than a level below's size are still searching
+    (:func:`levels`), those are gathered into that smaller buffer (a stable sort: unique indices)
+    and the rounds go on there, so the last slow units do not cost a pass over all of them.
+    Each unit's draws come from a key folded with the round and the unit's index, so a unit's
+    update is the same exact slice sampler wherever it is computed. Returns ``(x, ll, aux,
+    evaluations)``.
+    """
+    n = x.shape[0]
+    k_nu, k_u, k_t, k_loop = jax.random.split(key, 4)
+    nu = jax.random.normal(k_nu, x.shape)
+    log_y = ll + jnp.log(jax.random.uniform(k_u, (n,)))
+    theta0 = jax.random.uniform(k_t, (n,)) * (2.0 * math.pi)
+
+    def uniforms(i, rows):
+        k = jax.random.fold_in(k_loop, i)
+        return jax.vmap(lambda r: jax.random.uniform(jax.random.fold_in(k, r)))(rows)
+
+    def rounds(rows, until, s, whole):
+        """Rounds over the units `rows` until no more than `until` of them are searching (all
+        units in order when `whole`: they are then scored without a gather)."""
+        sel = slice(None) if whole else rows
+        x_b, nu_b, log_y_b = x[sel], nu[sel], log_y[sel]
+
+        def cond(s):
+            return jnp.sum(s[4]) > until
+
+        def body(s):
+            i, theta, lo, hi, active, xn, lln, auxn, n_evals = s
+            prop = x_b * jnp.cos(theta)[:, None] + nu_b * jnp.sin(theta)[:, None]
+            ll_p, aux_p = loglik_rows(prop, sel)
+            ok = active & (ll_p > log_y_b)
+            xn, lln = select(ok, (xn, lln), (prop, ll_p))
+            auxn = select(ok, auxn, aux_p)
+            rej = active & ~ok
+            below = theta < 0.0
+            lo = jnp.where(rej & below, theta, lo)
+            hi = jnp.where(rej & ~below, theta, hi)
+            theta = jnp.where(rej, lo + uniforms(i, rows) * (hi - lo), theta)
+            return i + 1, theta, lo, hi, rej, xn, lln, auxn, n_evals + jnp.sum(active)
+
+        return lax.while_loop(cond, body, s)
+
+    sizes = levels(n)
+    rows = jnp.arange(n)
+    s = (0, theta0, theta0 - 2.0 * math.pi, theta0, jnp.ones(n, dtype=bool), x, ll, tuple(aux),
+         jnp.zeros((), jnp.int64))  # fmt: skip
+    done = []  # each level's state after its rounds, and the slots it passed down
+    for level in range(len(sizes)):
+        last = level == len(sizes) - 1
+        s = rounds(rows, 0 if last else sizes[level + 1], s, level == 0)
+        if last:
+            break
+        # The searching units first, in order; the buffer's other slots are finished units,
+        # carried along inactive and written back unchanged.
+        pick = jnp.argsort(~s[4], stable=True)[: sizes[level + 1]]
+        done.append((s, pick))
+        i, theta, lo, hi, active, xn, lln, auxn, n_evals = s
+        s = (i, theta[pick], lo[pick], hi[pick], active[pick], xn[pick], lln[pick],
+             tuple(a[pick] for a in auxn), n_evals)  # fmt: skip
+        rows = rows[pick]
+    xn, lln, auxn, n_evals = s[5], s[6], s[7], s[8]
+    for s_up, pick in reversed(done):  # each level's results into the level above
+        xn = s_up[5].at[pick].set(xn, unique_indices=True)
+        lln = s_up[6].at[pick].set(lln, unique_indices=True)
+        auxn = tuple(a.at[pick].set(b, unique_indices=True) for a, b in zip(s_up[7], auxn, strict=True))
+    return xn, lln, auxn, n_evals

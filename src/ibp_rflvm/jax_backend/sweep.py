@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from . import ibp_device as zmoves
 from . import jax
 from .dp_device import dp_step
-from .ess import elliptical_slice
+from .ess import elliptical_slice_rows
 from .programs import features_of
 from .rowsum import row_sum
 
@@ -228,11 +228,12 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
         active = jnp.ones(Z.shape[1], dtype=bool)
     Zf = Z.astype(jnp.float64)
 
-    def x_loglik(prop):
-        P_prop = (prop * Zf) @ W.T
-        return score(P_prop), (P_prop,)
+    def x_loglik(prop, rows):
+        P_prop = (prop * Zf[rows]) @ W.T
+        psi = features_of(P_prop, cfg.bias, cfg.M) @ beta
+        return dlik.row_loglik(psi, rows, const, dparams, data), (P_prop,)
 
-    X, ll, (P,), x_evals = elliptical_slice(k_x, X, x_loglik, ll, (P,))
+    X, ll, (P,), x_evals = elliptical_slice_rows(k_x, X, x_loglik, ll, (P,))
 
     def score_psi(psi):
         return dlik.row_loglik(psi, slice(None), const, dparams, data)
