@@ -239,7 +239,11 @@ def transfers(key, s: ZState, pi, pairs: Pairs, score: Callable):
         za, zb = s.Z[:, a], s.Z[:, b]
         xa, xb = s.X[:, a], s.X[:, b]
         elig = za != zb
-        xa_new, xb_new = xb / cab, xa * cab
+        # ``xb * (1 / cab)``, not ``xb / cab``: XLA's simplifier may rewrite a division by a
+        # broadcast scalar into that product in one compiled program and not in another (it
+        # does in the rows-sharded program and not in the one-device one), and the two round
+        # differently; written as the product, every device count computes the same bits.
+        xa_new, xb_new = xb * (1.0 / cab), xa * cab
         ha_new = jnp.where(za, 0.0, xa_new)
         hb_new = jnp.where(za, xb_new, 0.0)
         step_a = jnp.where(elig, ha_new - jnp.where(za, xa, 0.0), 0.0)

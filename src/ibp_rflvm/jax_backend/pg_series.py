@@ -159,7 +159,7 @@ def series_draw(key: jax.Array, b: jax.Array, c: jax.Array, K: jax.Array) -> jax
         boost = shape < 1.0
         al = jnp.where(boost, shape + 1.0, shape)
         d = al - 1.0 / 3.0
-        cc = 1.0 / jnp.sqrt(9.0 * d)
+        cc = lax.rsqrt(9.0 * d)  # not 1 / sqrt: see polya_gamma._exact_sum
         x = random.normal(kn, k.shape, dtype=jnp.float64)
         v = (1.0 + cc * x) ** 3
         vs = jnp.where(v > 0.0, v, 1.0)

@@ -58,10 +58,11 @@ _TAIL_ONE = 0.5 * math.erfc(1.25 / math.sqrt(2.0))
 
 def _ig_cdf(t, z, h):
     """``P(X <= t)``, ``X ~ IG(mean h / z, shape h^2)`` (``z = 0``: Levy), as the numba helper."""
-    r = jnp.sqrt(2.0 * t)
-    levy = erfc(h / r)
-    lower = 0.5 * erfc((h - t * z) / r)
-    arg = (t * z + h) / r
+    # Products with ``rsqrt``, not quotients by ``sqrt`` (see :func:`_exact_sum`).
+    r_inv = lax.rsqrt(2.0 * t)
+    levy = erfc(h * r_inv)
+    lower = 0.5 * erfc((h - t * z) * r_inv)
+    arg = (t * z + h) * r_inv
     # e^{2hz} erfc(arg) / 2 in logs: the product underflows harmlessly where erfc does.
     upper = jnp.where(arg > 26.0, 0.0, jnp.exp(2.0 * h * z + jnp.log(0.5 * erfc(jnp.minimum(arg, 26.0)))))
     return jnp.where(z == 0.0, levy, lower + upper)
@@ -125,7 +126,11 @@ def _exact_sum(key, n_one, h, z, has_frac):
     hf = jnp.where(has_frac, h, 0.5)
     t_h, logk_h = _frac_setup(hf)
     # P(N < -a), a = h / sqrt(t): the Levy proposal's normal tail for J*(h) (left piece).
-    tail_frac = 0.5 * erfc(hf / jnp.sqrt(2.0 * t_h))
+    # Written ``hf * rsqrt(2 t)``, not ``hf / sqrt(2 t)``: XLA's simplifier rewrites a quotient
+    # by a square root into that product only where the root has one user, which differs
+    # between the one-device program and the rows-sharded one (whose fusion and CSE differ), and
+    # the two round differently: the chain on 1 and on 4 devices departed by an ulp here.
+    tail_frac = 0.5 * erfc(hf * lax.rsqrt(2.0 * t_h))
     p_frac = _frac_weight(hf, z, t_h, logk_h)
     consts = (z, _KAPPA + 0.5 * z * z, _one_weight(z), hf, t_h, logk_h, p_frac, tail_frac)
     f0 = jnp.zeros_like(z)

@@ -25,7 +25,7 @@ from . import jax
 from .dp_device import dp_step
 from .ess import elliptical_slice_rows
 from .programs import features_of
-from .rowsum import row_sum
+from .rowsum import row_matmul, row_sum
 
 jnp = jax.numpy
 lax = jax.lax
@@ -95,6 +95,12 @@ class DeviceInfo(NamedTuple):
     w_accepted: jax.Array
 
 
+def rows_times(A, B, cfg: SweepConfig):
+    """``A @ B`` for an array of rows ``A`` (:func:`.rowsum.row_matmul`: the same bits on every
+    number of devices)."""
+    return row_matmul(A, B, cfg.dlik.row_groups, cfg.dlik.replicated)
+
+
 def make_scorers(beta, const, dparams, data, cfg: SweepConfig):
     """``score(P)``: every row's log-likelihood at projections ``P``; ``score_row(p, i)``: row
     ``i``'s at projections ``p`` (float64 sums)."""
@@ -102,7 +108,7 @@ def make_scorers(beta, const, dparams, data, cfg: SweepConfig):
     every = slice(None)
 
     def score(P):
-        psi = features_of(P, cfg.bias, cfg.M) @ beta
+        psi = rows_times(features_of(P, cfg.bias, cfg.M), beta, cfg)
         return dlik.row_loglik(psi, every, const, dparams, data)
 
     def score_row(p, i):
@@ -129,16 +135,16 @@ def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: 
     log_u = jnp.log(jax.random.uniform(k_u, (M,), dtype=jnp.float64))
     scale = 1.0 / math.sqrt(M)
     Phi = features_of(P, cfg.bias, M)
-    psi = Phi @ beta
+    psi = rows_times(Phi, beta, cfg)
     ll = score_psi(psi)
 
     def body(m, s):
         W, P, Phi, psi, ll, total, acc = s
-        proj = H @ W_prop[m]
+        proj = rows_times(H, W_prop[m], cfg)
         new = jnp.stack([jnp.cos(proj), jnp.sin(proj)], axis=1) * scale
         old = jnp.stack([Phi[:, m], Phi[:, m + M]], axis=1)
         B = jnp.stack([beta[m], beta[m + M]], axis=0)
-        psi_p = psi + (new - old) @ B
+        psi_p = psi + rows_times(new - old, B, cfg)
         ll_p = score_psi(psi_p)
         total_p = row_total(ll_p)
 
@@ -193,7 +199,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     const = dlik.row_constants(dparams, data)
     score, score_row = make_scorers(beta, const, dparams, data, cfg)
     X, Z, W, mu, Sigma, pi, alpha = st.X, st.Z, st.W, st.mu, st.Sigma, st.pi, st.alpha
-    P = (X * Z) @ W.T
+    P = rows_times(X * Z, W.T, cfg)
     ll = score(P)
     zero = jnp.zeros((), jnp.int64)
     counts = dict.fromkeys(zmoves.ZInfo._fields, zero)
@@ -229,6 +235,14 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     Zf = Z.astype(jnp.float64)
 
     def x_loglik(prop, rows):
+        if isinstance(rows, slice):  # every row, in order: by row groups, as the other products
+            P_prop = rows_times(prop * Zf, W.T, cfg)
+            return score(P_prop), (P_prop,)
+        # A buffer of the rows still searching: copied whole to every device, where the same
+        # product of the same shape runs whatever the number of devices (it holds N/8 rows or
+        # fewer, so the copies cost little).
+        if dlik.replicated is not None:
+            prop, rows = lax.with_sharding_constraint((prop, rows), dlik.replicated)
         P_prop = (prop * Zf[rows]) @ W.T
         psi = features_of(P_prop, cfg.bias, cfg.M) @ beta
         return dlik.row_loglik(psi, rows, const, dparams, data), (P_prop,)
@@ -243,7 +257,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     Phi = features_of(P, cfg.bias, cfg.M)
     dparams = dlik.update(k_lik, Phi, dparams, data)
     const = dlik.row_constants(dparams, data)
-    ll = dlik.row_loglik(Phi @ dparams["beta"], slice(None), const, dparams, data)
+    ll = dlik.row_loglik(rows_times(Phi, dparams["beta"], cfg), slice(None), const, dparams, data)
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
     new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
     new = canonical(new, active)
