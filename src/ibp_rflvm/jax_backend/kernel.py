@@ -137,8 +137,11 @@ class Traces(NamedTuple):
 
 
 #: Sweeps one device call runs at most; the keys arrive padded to this many, so one compiled
-#: program serves every call of a fit (a single sweep included).
-RUN_LENGTH = 32
+#: program serves every call of a fit. One: on XLA's CPU runtime (JAX 0.10.2) a compiled loop of
+#: several sweeps at 2,000 x 500 stopped in its second sweep with every thread idle (a deadlock
+#: in the runtime; one sweep per call ran in 2.5 s), so the driver calls the device once per
+#: sweep and keeps the state there between calls, reading back only the traces at the end.
+RUN_LENGTH = 1
 
 
 @partial(jax.jit, static_argnames=("cfg",), donate_argnames=("state",))
@@ -282,13 +285,15 @@ class DeviceSweepTarget:
         each sweep's ``(Traces, counts)``, the counts a dict of the sweep info's fields."""
         where = self.placement()
         st = self.device_state(state, where)
-        out = []
+        calls = []
         for first in range(0, n, RUN_LENGTH):
             k = min(RUN_LENGTH, n - first)
             keys = np.zeros((RUN_LENGTH, 2), dtype=np.uint32)
             keys[:k] = rng.integers(0, 2**32, size=(k, 2), dtype=np.uint32)
             st, infos, traces = device_run(keys, k, st, where.data, where.cfg)
-            infos, traces = jax.device_get((infos, traces))
+            calls.append((k, infos, traces))
+        out = []
+        for k, infos, traces in jax.device_get(calls):  # one read of every call's traces
             for t in range(k):
                 out.append((Traces(*(float(v) for v in traces[t])),
                             info_of(DeviceInfo(*(v[t] for v in infos)))))  # fmt: skip
