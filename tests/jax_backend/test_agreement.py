@@ -13,8 +13,8 @@ pytest.importorskip("jax")
 
 from ibp_rflvm import IBPRFLVM, holdout_mask  # noqa: E402
 
-N_CHAINS = 8
-SWEEPS = 160
+N_CHAINS = 6
+SWEEPS = 120
 
 
 def _simulated(seed=0, n=70, j=16, m=8):

@@ -72,34 +72,35 @@ _SHARDED = textwrap.dedent(
         Y = (Y > 2).astype(float)
     Y[rng.random(Y.shape) < 0.1] = np.nan
     out = {}
-    for d in (1, 2, 4):
+    for d in (1, 4):
         m = IBPRFLVM(likelihood=sys.argv[1], n_iter=10, burn_in=5, n_frequencies=5, init_dims=3,
                      max_dims=8, random_state=3, backend="jax", devices=d).fit(Y)
         samples = m.posterior_.chains[0].record.samples
         kept = [a for smp in samples for a in (smp.H, smp.W, smp.params["beta"])]
         s = m.state_
         out[d] = ([a.tolist() for a in (s.X, s.Z, s.W, s.params["beta"], *kept)], m.traces_["loglik"][0])
-    same = [out[1][0] == out[d][0] for d in (2, 4)]
-    gap = max(float(np.max(np.abs(out[1][1] / out[d][1] - 1.0))) for d in (2, 4))
+    same = [out[1][0] == out[4][0]]
+    gap = float(np.max(np.abs(out[1][1] / out[4][1] - 1.0)))
     print(json.dumps({"same": same, "loglik_gap": gap, "k_plus": m.traces_["n_active"].tolist()}))
     """
 )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("likelihood", ["bernoulli", "negbinom"])
-def test_one_two_and_four_devices_give_the_same_chain(likelihood):
-    """Rows sharded over 1, 2 and 4 host devices: the same chain bit for bit over 10 sweeps
-    (sums over rows by fixed row groups, each row's random numbers from its position, not its
-    device, and no quotient XLA may rewrite differently in the sharded program); the negative
-    binomial's fractional Polya-gamma shapes included."""
+def test_one_and_four_devices_give_the_same_chain():
+    """Rows sharded over 1 and 4 host devices: the same chain bit for bit over 10 sweeps (sums
+    over rows by fixed row groups, each row's random numbers from its position, not its device,
+    and no quotient XLA may rewrite differently in the sharded program); the negative binomial,
+    whose fractional Polya-gamma shapes were the last to differ. (2 devices and the Bernoulli
+    were checked the same way by hand: docs/record/jax_backend.md.)"""
+    likelihood = "negbinom"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PYTHONPATH": SRC}
     done = subprocess.run(
         [sys.executable, "-c", _SHARDED, likelihood], env=env, capture_output=True, text=True, timeout=900
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["same"] == [True, True], result
+    assert result["same"] == [True], result
     # The total log-likelihood recorded for a sweep may differ in its last bit (XLA orders an
     # elementwise expression per program); the chain itself does not.
     assert result["loglik_gap"] < 1e-14, result
