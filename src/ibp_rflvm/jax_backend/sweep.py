@@ -261,9 +261,9 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
     new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
     new = canonical(new, active)
-    first = first_members(zeta, cfg.M)
     info = DeviceInfo(
-        k_plus=jnp.sum(active), n_components=jnp.sum(first < cfg.M), x_evals=x_evals, w_accepted=w_acc,
+        # canonical() numbered the labels in use 0..C-1.
+        k_plus=jnp.sum(active), n_components=jnp.max(new.zeta) + 1, x_evals=x_evals, w_accepted=w_acc,
         **counts,
     )  # fmt: skip
     return new, info
