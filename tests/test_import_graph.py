@@ -98,9 +98,11 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "ibp_rflvm.chain_pool", "ibp_rflvm.datasets",
     ),
     # The model and its sampler, one floor each: moves and draws that know no likelihood; the
-    # observation models; the types every layer shares; the targets (the model kind, chosen
-    # once); the sweep over a target; what runs and summarises chains.
+    # prior on Z (handed to the moves); the observation models; the types every layer shares;
+    # the targets (the model kind, chosen once); the sweep over a target; what runs and
+    # summarises chains.
     ("ibp_rflvm.samplers",),
+    ("ibp_rflvm.priors",),
     ("ibp_rflvm.likelihoods",),
     ("ibp_rflvm.state",),
     ("ibp_rflvm.targets", "ibp_rflvm.jax_backend"),

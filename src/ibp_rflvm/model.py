@@ -167,7 +167,8 @@ def _init(rng: np.random.Generator, spec: ModelSpec, target: Target) -> ChainSta
         X *= math.sqrt(min(1.0, 2.0 / K))
     Z = np.ones((X.shape[0], K), dtype=np.int8)
     if spec.ibp:
-        _, pi = ibp.update_sticks(rng, Z)
+        # The start's weights under the prior at ibp_beta = 1 (a learned beta starts there).
+        _, pi = spec.prior(1.0).weights_given(rng, Z)
     else:
         pi = np.ones(K)
     alpha = spec.fixed_alpha if spec.fixed_alpha is not None else 1.0
@@ -180,25 +181,26 @@ def _init(rng: np.random.Generator, spec: ModelSpec, target: Target) -> ChainSta
     return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y, params, ll, 0, beta0)
 
 
-def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: View) -> dict:
-    """The SPEC 2.2 moves on the active dimensions: ``(z, x)`` flips, row transfers, absorb/emit,
-    then singleton birth/death."""
+def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: View, prior) -> dict:
+    """The SPEC 2.2 moves on the active dimensions: ``(z, x)`` moves, row transfers, absorb/emit
+    (for a binary prior on ``Z``: they move one "on" between dimensions), then singleton
+    birth/death."""
     t0 = time.perf_counter()
     counts = w.Z.sum(axis=0).astype(np.int64)
     q = spec.flip_scale
-    flips = view.flips(rng, w, counts, q)
+    flips = view.flips(rng, w, counts, q, prior)
     t_flips = time.perf_counter()
     budget = spec.pair_budget(w.W.shape[1])
     transfers = absorbs = (0, 0)
-    if spec.transfer_min_cos is not None:
+    if spec.transfer_min_cos is not None and prior.binary:
         transfers = view.transfers(rng, w, counts, spec.transfer_min_cos, budget)
     t_transfers = time.perf_counter()
-    if spec.absorb_min_cos is not None:
+    if spec.absorb_min_cos is not None and prior.binary:
         absorbs = view.absorbs(rng, w, counts, spec.absorb_min_cos, budget)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, born = dimension_moves.singleton_birth_death(
-        rng, dims, w.alpha, q, spec.lam0, view.row_target, spec.max_dims, w.ibp_beta
+        rng, dims, w.alpha, q, spec.lam0, view.row_target, prior, spec.max_dims
     )
     t2 = time.perf_counter()
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
@@ -231,9 +233,10 @@ def _slice_step(rng: np.random.Generator, w: Work, spec: ModelSpec, target: Targ
 def _ibp_steps(
     rng: np.random.Generator, w: Work, state: ChainState, spec: ModelSpec, target: Target, info: dict
 ) -> View:
-    """The updates of ``Z`` and the IBP's own variables; returns the likelihood view they used."""
+    """The updates of ``Z`` and its prior's own variables; returns the likelihood view they used."""
     N = w.X.shape[0]
     params = state.params
+    prior = spec.prior(w.ibp_beta)
     # A learned ibp_beta is held at 1 (the one-parameter sweep) for the first `ibp_beta_warmup`
     # sweeps: the all-on start is no evidence about it (docs/sampler.md section 10). Kept
     # samples must come after the warm-up.
@@ -256,13 +259,13 @@ def _ibp_steps(
         # section 2). A uniformly random order of the active dimensions does not.
         active = np.flatnonzero(w.Z.any(axis=0))
         w.resize(rng, rng.permutation(active), 0, spec.lam0)
-        info.update(_dimension_moves(rng, w, spec, view))
-    keep, w.pi = ibp.update_sticks(rng, w.Z, w.ibp_beta)
+        info.update(_dimension_moves(rng, w, spec, view, prior))
+    keep, w.pi = prior.weights_given(rng, w.Z)
     w.resize(rng, keep, 0, spec.lam0)
     view.compact()
     if spec.fixed_alpha is None:
         a, b = spec.alpha_prior
-        w.alpha = ibp.update_alpha(rng, w.Z.shape[1], N, a, b, w.ibp_beta)
+        w.alpha = prior.update_alpha(rng, w.Z.shape[1], N, a, b)
     if spec.ibp_beta is None and not warming:
         counts = w.Z.sum(axis=0)
         w.ibp_beta = update_beta(rng, counts, N, w.alpha, w.ibp_beta, spec.ibp_beta_prior)

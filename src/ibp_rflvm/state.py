@@ -12,6 +12,7 @@ import numpy as np
 from .features import feature_map
 from .likelihoods.base import Prepared
 from .likelihoods.gaussian import GaussianLikelihood, GaussianPrior
+from .priors import make_prior
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,12 @@ class ModelSpec:
     ``ibp_beta`` at 1, with the slice step, for that many sweeps from the start (the burn-in
     must cover them).
 
+    `z_prior` names the prior on ``Z`` (:mod:`ibp_rflvm.priors`): ``"ibp"`` (the paper's) or
+    ``"gamma-poisson"`` (Titsias 2007: counts in ``Z``, with `z_prior_rate` the rate of its
+    gamma prior on the dimensions' Poisson rates). The gamma-Poisson prior has no slice step
+    and no pair moves (they move one binary "on" between dimensions): ``Z`` is updated by the
+    moves of entries and the singleton births and deaths, which must be on.
+
     `backend` is where the factorising likelihoods' sweep does its ``N x J`` work: ``"numba"``
     (compiled CPU kernels) or ``"jax"`` (:mod:`ibp_rflvm.jax_backend`, a GPU where JAX sees
     one); the same moves and posterior either way.
@@ -70,9 +77,12 @@ class ModelSpec:
     ibp_beta_prior: tuple[float, float] = (1.0, 1.0)
     ibp_beta_warmup: int = 0
     backend: str = "numba"
+    z_prior: str = "ibp"
+    z_prior_rate: float = 1.0
 
     def __post_init__(self) -> None:
         _check_ibp_beta(self)
+        _check_z_prior(self)
         if self.backend not in ("numba", "jax"):
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
         if self.max_dims is not None:
@@ -87,7 +97,11 @@ class ModelSpec:
     @property
     def stick_breaking(self) -> bool:
         """Whether the sweep runs the slice step: the one-parameter IBP, ``ibp_beta`` fixed at 1."""
-        return self.ibp_beta == 1.0
+        return self.ibp_beta == 1.0 and self.z_prior == "ibp"
+
+    def prior(self, ibp_beta: float = 1.0):
+        """The prior on ``Z`` (:func:`ibp_rflvm.priors.make_prior`) at the chain's `ibp_beta`."""
+        return make_prior(self.z_prior, ibp_beta, self.z_prior_rate)
 
     def pair_budget(self, n_dims: int) -> int | None:
         """Aligned pairs each pair move may visit per sweep with `n_dims` active dimensions."""
@@ -96,6 +110,20 @@ class ModelSpec:
     @property
     def gaussian_prior(self) -> GaussianPrior:
         return self.likelihood.prior
+
+
+def _check_z_prior(spec: ModelSpec) -> None:
+    make_prior(spec.z_prior, 1.0, spec.z_prior_rate)  # a bad name or rate raises here
+    if spec.z_prior != "ibp" and spec.ibp:
+        if spec.ibp_beta != 1.0:
+            raise ValueError(
+                f"ibp_beta is the IBP's; z_prior={spec.z_prior!r} needs it at 1.0, got {spec.ibp_beta!r}"
+            )
+        if not spec.moves:
+            raise ValueError(
+                f"z_prior={spec.z_prior!r} updates Z by the dimension moves, which moves=False switches "
+                "off (the paper's slice sampler is the IBP's)"
+            )
 
 
 def _check_ibp_beta(spec: ModelSpec) -> None:

@@ -14,12 +14,15 @@ from scipy import stats
 from ibp_rflvm import model
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import dimension_moves as dm
 from ibp_rflvm.targets import factorised_state as factorised
 from ibp_rflvm.targets.collapsed import CollapsedRows
 from ibp_rflvm.targets.collapsed_kernels import flip_rows
 from ibp_rflvm.targets.factorised import FactorisedRows
 from ibp_rflvm.targets.row_cache import build_cache
+
+IBP = IndianBuffet()
 
 
 def test_flip_log_ratio_is_prior_odds_times_proposal_ratio():
@@ -63,9 +66,9 @@ def test_collapsed_moves_keep_the_row_cache_exact():
         n, L = Phi.shape
         args = (dims.X, dims.Z, dims.W, False, Phi, Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
                 prior.a0 + 0.5 * n, prior.b0, prior.constant(n, Y.shape[1]))  # fmt: skip
-        n_flips += flip_rows(rng, *args, counts, 0.5)
+        n_flips += flip_rows(rng, *args, counts, 0.5, IBP.propose, IBP.log_ratio, IBP.hyper)
         target = CollapsedRows(Phi, Y, cache, prior, False)
-        dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target)
+        dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target, IBP)
         births += info["births"]
         deaths += info["deaths"]
     assert n_flips > 20 and births > 5 and deaths > 5, (n_flips, births, deaths)
@@ -98,9 +101,9 @@ def test_factorised_moves_keep_phi_psi_and_row_logliks():
     flips = births = deaths = 0
     for _ in range(20):
         counts = dims.Z.sum(axis=0).astype(np.int64)
-        flips += dm.flip_columns(rng, dims.X, dims.Z, dims.W, counts, 0.5, target)
+        flips += dm.flip_columns(rng, dims.X, dims.Z, dims.W, counts, 0.5, target, IBP)
         assert np.array_equal(counts, dims.Z.sum(axis=0))
-        dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target)
+        dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target, IBP)
         births += info["births"]
         deaths += info["deaths"]
     assert flips > 20 and births > 5 and deaths > 5, (flips, births, deaths)

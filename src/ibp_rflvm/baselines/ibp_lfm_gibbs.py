@@ -78,6 +78,7 @@ from sklearn.decomposition import FastICA
 from sklearn.exceptions import ConvergenceWarning
 
 from ..samplers import ibp
+from ..samplers.dimension_moves import owned_alone, singleton_plan
 from ..samplers.ibp_beta import update_beta
 from ..scoring import LOG_2PI
 
@@ -309,13 +310,14 @@ def singleton_birth_death(
     the acceptance ratio is the ratio of the row's likelihoods with the new and with the old
     singletons, each with its ``x`` integrated out (a ``k``-dimensional Gaussian,
     :func:`_collapsed_row_gain`); on acceptance the new ``x`` are drawn from their conditional.
-    Only the rows :func:`ibp.singleton_plan` names are visited. Returns the arrays and move counts.
+    Only the rows :func:`~ibp_rflvm.samplers.dimension_moves.singleton_plan` names are visited.
+    Returns the arrays and move counts.
     """
     N, J = st.Y.shape
-    k_new, counts, rows = ibp.singleton_plan(rng, Z, st.alpha, st.ibp_beta)
+    k_new, counts, rows = singleton_plan(rng, Z, ibp.new_dims_rate(st.alpha, N, st.ibp_beta))
     births = deaths = 0
     for i in rows:
-        old = ibp.owned_singletons(Z[i], counts)
+        old = owned_alone(Z[i], counts)
         k = int(k_new[i])
         if k == 0 and old.size == 0:
             continue

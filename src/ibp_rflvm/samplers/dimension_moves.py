@@ -98,8 +98,35 @@ class RowTarget(Protocol):
 
 
 @njit(cache=True)
-def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, ibp_beta, accepted):
-    """Accept or reject the proposed flips of column `d` row by row (``m_-i,d`` couples them)."""
+def entry_log_ratio(log_ratio, hyper, z_cur, z_new, x_cur, x_prop, m_other, n, q_sd) -> float:
+    """Prior and proposal part of the log acceptance ratio of a joint ``(z_id, x_id)`` move.
+
+    ``log_ratio(z_cur, z_new, m_other, n, hyper)`` is the prior's (with its proposal of
+    ``z_new``; :class:`ibp_rflvm.priors.FeaturePrior`). Switching a dimension on (``z: 0 -> v``)
+    proposes ``x' ~ q`` and adds ``log N(x'; 0, 1) - log q(x')``, because the reverse move
+    draws the old ``x`` from ``N(0, 1)``, its prior when ``z = 0``; switching it off
+    (``z: v -> 0``, ``x' ~ N(0, 1)``) adds the reciprocal at the ``x`` being switched off; a
+    change between two non-zero values (a count's) keeps ``x``. For the IBP this is
+    :func:`flip_log_ratio`, term for term. The likelihood ratio is added by the caller.
+    """
+    prior = log_ratio(z_cur, z_new, m_other, n, hyper)
+    if z_cur == 0:
+        return prior + log_x_ratio(x_prop, q_sd)
+    if z_new == 0:
+        return prior - log_x_ratio(x_cur, q_sd)
+    return prior
+
+
+@njit(cache=True)
+def proposed_x(z_cur: int, z_new: int, x_cur: float, x_prop: float) -> float:
+    """The coordinate a move of ``z_id`` from `z_cur` to `z_new` proposes: the drawn `x_prop`
+    when the dimension switches on or off, the current one when a count changes."""
+    return x_prop if z_cur == 0 or z_new == 0 else x_cur
+
+
+@njit(cache=True)
+def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, log_ratio, hyper, accepted):
+    """Accept or reject the proposed moves of column `d` row by row (``m_-i,d`` couples them)."""
     N = Z.shape[0]
     n_acc = 0
     for i in range(N):
@@ -108,43 +135,48 @@ def _flip_column(rng, X, Z, d, x_prop, delta_ll, counts, q_sd, ibp_beta, accepte
         m_other = counts[d] - z_cur
         if m_other == 0:
             continue
-        log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop[i], m_other, N, q_sd, ibp_beta) + delta_ll[i]
-        if math.log(rng.random()) < log_ratio:
-            X[i, d] = x_prop[i]
-            Z[i, d] = 1 - z_cur
-            counts[d] += 1 - 2 * z_cur
+        z_new = z_prop[i]
+        ratio = entry_log_ratio(log_ratio, hyper, z_cur, z_new, X[i, d], x_prop[i], m_other, N, q_sd)
+        if math.log(rng.random()) < ratio + delta_ll[i]:
+            X[i, d] = proposed_x(z_cur, z_new, X[i, d], x_prop[i])
+            Z[i, d] = z_new
+            counts[d] += z_new - z_cur
             accepted[i] = True
             n_acc += 1
     return n_acc
 
 
-#: The accept step of one column's flips, for targets that score the proposals their own way.
+#: The accept step of one column's moves, for targets that score the proposals their own way.
 accept_flips = _flip_column
 
 
-def flip_columns(
-    rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, ibp_beta: float = 1.0
-) -> int:
-    """Joint ``(z_id, x_id)`` flips for a row-factorised target, one dimension at a time.
+def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, prior) -> int:
+    """Joint ``(z_id, x_id)`` moves for a row-factorised target, one dimension at a time.
 
     Given the weights, row ``i``'s likelihood depends only on its own latent row, so the
     proposals of every row for dimension ``d`` are drawn and scored in one array pass; only
-    the accept decisions run row by row, in compiled code, because each flip changes the
-    ``m_-i,d`` of the rows after it. The proposal of row ``i`` depends only on ``(z_id, x_id)``,
-    which no other row's flip changes, so drawing them all first is the same kernel as
-    drawing each one in turn. Acceptance as in :func:`flip_log_ratio`. `X`, `Z`, `counts`
-    are updated in place.
+    the accept decisions run row by row, in compiled code, because each move changes the
+    ``m_-i,d`` of the rows after it. The proposal of row ``i`` depends only on ``(z_id, x_id)``
+    (the prior's proposal does not read ``m``), which no other row's move changes, so drawing
+    them all first is the same kernel as drawing each one in turn. Acceptance as in
+    :func:`entry_log_ratio`, with `prior`'s ratio (:class:`ibp_rflvm.priors.FeaturePrior`;
+    for the IBP, flips ``z -> 1 - z``). `X`, `Z`, `counts` are updated in place.
     """
     N, K = Z.shape
     accepted = np.zeros(N, dtype=np.bool_)
     n_acc = 0
     for d in range(K):
         e = rng.standard_normal(N)
-        x_prop = np.where(Z[:, d] == 0, q_sd * e, e)
+        z_d = Z[:, d]
+        x_prop = np.where(z_d == 0, q_sd * e, e)
+        z_prop = prior.propose_column(rng, z_d)
+        x_new = np.where((z_d == 0) | (z_prop == 0), x_prop, X[:, d])
         H_alt = X * Z
-        H_alt[:, d] = x_prop * (1 - Z[:, d])
+        H_alt[:, d] = x_new * z_prop
         delta = target.deltas(H_alt, W)
-        n_acc += _flip_column(rng, X, Z, d, x_prop, delta, counts, q_sd, float(ibp_beta), accepted)
+        n_acc += _flip_column(
+            rng, X, Z, d, x_prop, z_prop, delta, counts, q_sd, prior.log_ratio, prior.hyper, accepted
+        )
         if accepted.any():
             target.accept_rows(np.flatnonzero(accepted))
     return n_acc
@@ -153,6 +185,28 @@ def flip_columns(
 # --------------------------------------------------------------------------------------------
 # Singleton birth/death
 # --------------------------------------------------------------------------------------------
+
+
+def singleton_plan(
+    rng: np.random.Generator, Z: np.ndarray, rate: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows a singleton birth/death pass must visit, for every model that has one.
+
+    In the exchangeable view a row's own dimensions are ``Poisson(rate)`` in number, so each row
+    draws ``k_new`` new ones; a row with ``k_new = 0`` and no singletons would propose nothing.
+    One row's birth or death changes no other row's singletons, so the rows are known before
+    any is visited. Returns ``(k_new, counts, rows)`` (``counts``: column sums of `Z`).
+    """
+    n = Z.shape[0]
+    k_new = rng.poisson(rate, size=n)
+    counts = Z.sum(axis=0, dtype=np.int64)
+    owns = (Z > 0) & (counts[None, :] == Z)
+    return k_new, counts, np.flatnonzero(owns.any(axis=1) | (k_new > 0))
+
+
+def owned_alone(z_row: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The dimensions a row with values `z_row` uses alone (``counts``: column sums of ``Z``)."""
+    return np.flatnonzero((z_row > 0) & (counts == z_row))
 
 
 @dataclass
@@ -168,29 +222,37 @@ class Dimensions:
 
 
 def singleton_birth_death(
-    rng: np.random.Generator, dims: Dimensions, alpha: float, q_sd: float, lam0: float, target: RowTarget,
-    max_dims: int | None = None, ibp_beta: float = 1.0,
+    rng: np.random.Generator,
+    dims: Dimensions,
+    alpha: float,
+    q_sd: float,
+    lam0: float,
+    target: RowTarget,
+    prior,
+    max_dims: int | None = None,
 ) -> tuple[Dimensions, dict]:
     """For each row, propose to replace the dimensions it owns alone by
-    ``k ~ Poisson(alpha beta / (N - 1 + beta))`` new ones (Meeds et al. 2007, in the exchangeable
-    view; ``alpha / N`` for the one-parameter IBP, ``beta = ibp_beta = 1``).
+    ``k ~ Poisson(prior.singleton_rate(N, alpha))`` new ones with values from
+    ``prior.singleton_values`` (Meeds et al. 2007, in the exchangeable view; for the IBP the rate
+    is ``alpha beta / (N - 1 + beta)`` and every value 1).
 
     New dimensions get ``x ~ q`` for this row, ``x ~ N(0, 1)`` for the others (where ``z = 0``)
     and frequency and mixture coordinates from their exact conditional prior
     (:func:`dp_mixture.add_dimension`); the old singletons' coordinates are dropped (exact
-    marginalisation). The count and every coordinate except this row's ``x`` are proposed from
-    their prior, so the acceptance ratio is
+    marginalisation). The count, the values and every coordinate except this row's ``x`` are
+    proposed from their prior, so the acceptance ratio is
     ``p(y_i | new) / p(y_i | old) * prod_births N(x; 0, 1) / q(x) / prod_deaths N(x; 0, 1) / q(x)``.
 
-    The Python loop visits only the rows :func:`ibp.singleton_plan` names, about ``alpha`` rows
+    The Python loop visits only the rows :func:`singleton_plan` names, about ``alpha`` rows
     plus the owners of singletons per sweep. Under a cap on ``K+`` (`max_dims`, with `dims`
-    holding only active dimensions) a proposal past the cap is outside the support: rejected.
+    holding only active dimensions), or with a value the prior's support lacks, a proposal is
+    outside the support: rejected.
     """
     N = dims.Z.shape[0]
-    k_new, counts, rows = ibp.singleton_plan(rng, dims.Z, alpha, ibp_beta)
+    k_new, counts, rows = singleton_plan(rng, dims.Z, prior.singleton_rate(N, alpha))
     births = deaths = 0
     for i in rows:
-        old = ibp.owned_singletons(dims.Z[i], counts)
+        old = owned_alone(dims.Z[i], counts)
         k = int(k_new[i])
         if k == 0 and old.size == 0:
             continue
@@ -202,9 +264,12 @@ def singleton_birth_death(
                 rng, W_ext, dims.zeta, mu_ext, Sigma_ext, lam0
             )
         x_birth = q_sd * rng.standard_normal(k)
+        values = prior.singleton_values(rng, k, N)
+        if not prior.in_support(values):
+            continue
         h = dims.X[i] * dims.Z[i]
         h[old] = 0.0
-        h = np.concatenate([h, x_birth])
+        h = np.concatenate([h, x_birth * values])
         log_ratio = target.delta(i, h, W_ext)
         log_ratio += sum(log_x_ratio(x, q_sd) for x in x_birth)
         log_ratio -= sum(log_x_ratio(x, q_sd) for x in dims.X[i, old])
@@ -215,9 +280,9 @@ def singleton_birth_death(
         X_new = np.hstack([dims.X, rng.standard_normal((N, k))])
         X_new[i, dims.X.shape[1] :] = x_birth
         Z_new = np.hstack([dims.Z, np.zeros((N, k), dtype=dims.Z.dtype)])
-        Z_new[i, dims.Z.shape[1] :] = 1
+        Z_new[i, dims.Z.shape[1] :] = values
         W_new, mu_new, Sigma_new = dp_mixture.keep_dimensions(W_ext, mu_ext, Sigma_ext, keep)
-        counts = np.concatenate([counts, np.ones(k, dtype=np.int64)])[keep]
+        counts = np.concatenate([counts, values.astype(np.int64)])[keep]
         dims = Dimensions(
             np.ascontiguousarray(X_new[:, keep]), np.ascontiguousarray(Z_new[:, keep]),
             np.ascontiguousarray(W_new), dims.zeta, mu_new, Sigma_new,
@@ -225,4 +290,3 @@ def singleton_birth_death(
         births += k
         deaths += old.size
     return dims, {"births": births, "deaths": deaths}
-

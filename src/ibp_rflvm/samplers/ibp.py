@@ -255,29 +255,6 @@ def new_dims_rate(alpha: float, n: int, beta: float = 1.0) -> float:
     return alpha / n if beta == 1.0 else alpha * beta / (beta + n - 1.0)
 
 
-def singleton_plan(
-    rng: np.random.Generator, Z: np.ndarray, alpha: float, beta: float = 1.0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rows a singleton birth/death pass must visit, for every model that has one.
-
-    In the exchangeable view a row's own dimensions are ``Poisson(alpha beta / (beta + N - 1))``
-    in number (:func:`new_dims_rate`), so each row draws ``k_new`` new ones; a row with
-    ``k_new = 0`` and no singletons would propose nothing. One row's birth or death changes no
-    other row's singletons, so the rows are known before any is visited. Returns
-    ``(k_new, counts, rows)`` (``counts``: column sums of `Z`).
-    """
-    n = Z.shape[0]
-    k_new = rng.poisson(new_dims_rate(alpha, n, beta), size=n)
-    counts = Z.sum(axis=0, dtype=np.int64)
-    owns = (Z == 1) & (counts == 1)[None, :]
-    return k_new, counts, np.flatnonzero(owns.any(axis=1) | (k_new > 0))
-
-
-def owned_singletons(z_row: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The dimensions a row with indicators `z_row` uses alone (``counts``: column sums)."""
-    return np.flatnonzero((z_row == 1) & (counts == 1))
-
-
 # --------------------------------------------------------------------------------------------
 # The z prior factor, compiled so every z kernel shares one definition
 # --------------------------------------------------------------------------------------------

@@ -176,9 +176,10 @@ class CollapsedView:
     def gibbs_z(self, rng, w: Work, counts, room) -> int:
         return gibbs_z_rows(rng, *self._args(w, self._cache(w)), w.pi, counts, room)
 
-    def flips(self, rng, w: Work, counts, q_sd: float) -> int:
+    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> int:
         cache = self._cache(w)
-        n_acc = flip_rows(rng, *self._args(w, cache), counts, q_sd, w.ibp_beta)
+        moves = (prior.propose, prior.log_ratio, prior.hyper)
+        n_acc = flip_rows(rng, *self._args(w, cache), counts, q_sd, *moves)
         # The pair moves and the singleton births and deaths go on from the flips' cache.
         self._rows = CollapsedRows(self.Phi, w.Y, cache, self.t.prior, self.t.bias)
         return n_acc

@@ -18,7 +18,7 @@ from numba import njit
 
 from ..features import row_features
 from ..samplers.absorb import absorb_log_ratio, absorb_proposal
-from ..samplers.dimension_moves import flip_log_ratio
+from ..samplers.dimension_moves import entry_log_ratio, proposed_x
 from ..samplers.ibp import capped, count_change, gibbs_flip, z_log_prior_odds
 from ..samplers.transfer import orient, transfer_log_ratio
 from .row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
@@ -118,11 +118,13 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
 
 @njit(cache=True, fastmath=FAST)
 def flip_rows(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, q_sd, ibp_beta=1.0
+    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, q_sd, propose, log_ratio, hyper
 ):
-    """Every row in turn, every dimension other rows use: one joint ``(z_id, x_id)`` flip each.
+    """Every row in turn, every dimension other rows use: one joint ``(z_id, x_id)`` move each.
 
-    Acceptance: ``log u < flip_log_ratio(...) + ll' - ll`` (see :func:`flip_log_ratio`), with the
+    The prior on ``Z`` proposes the new value (``propose(rng, z)``; the IBP's is the flip) and
+    gives its ratio (``log_ratio``, :class:`ibp_rflvm.priors.FeaturePrior`). Acceptance:
+    ``log u < entry_log_ratio(...) + ll' - ll`` (see :func:`entry_log_ratio`), with the
     collapsed likelihood evaluated by the rank-2 row cache. Returns the number accepted.
     """
     N, K = X.shape
@@ -138,20 +140,22 @@ def flip_rows(
             if m_other == 0:
                 continue  # a singleton (or an empty column): the birth/death move's business
             x_prop = q_sd * rng.standard_normal() if z_cur == 0 else rng.standard_normal()
+            z_new = propose(rng, z_cur)
             log_u = math.log(rng.random())
+            x_new = proposed_x(z_cur, z_new, X[i, d], x_prop)
             for k in range(K):
                 h[k] = X[i, k] * Z[i, k]
-            h[d] = x_prop * (1 - z_cur)
+            h[d] = x_new * z_new
             row_features(h, W, bias, phi_new)
             ll_new = eval_row(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
-            log_ratio = flip_log_ratio(z_cur, X[i, d], x_prop, m_other, N, q_sd, ibp_beta) + ll_new - state[1]
-            if log_u < log_ratio:
+            prior = entry_log_ratio(log_ratio, hyper, z_cur, z_new, X[i, d], x_prop, m_other, N, q_sd)
+            if log_u < prior + ll_new - state[1]:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
-                X[i, d] = x_prop
-                Z[i, d] = 1 - z_cur
-                counts[d] += 1 - 2 * z_cur
+                X[i, d] = x_new
+                Z[i, d] = z_new
+                counts[d] += z_new - z_cur
                 n_acc += 1
                 prepare_row(Phi[i], A, P, v, r)
     return n_acc

@@ -23,8 +23,8 @@ class ArrayMoves:
             self._rows = self._row_target()
         return self._rows
 
-    def flips(self, rng, w: Work, counts, q_sd: float) -> int:
-        return flip_columns(rng, w.X, w.Z, w.W, counts, q_sd, self.row_target, w.ibp_beta)
+    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> int:
+        return flip_columns(rng, w.X, w.Z, w.W, counts, q_sd, self.row_target, prior)
 
     def transfers(self, rng, w: Work, counts, min_cos: float, budget) -> tuple[int, int]:
         return transfer_pairs(rng, w.X, w.Z, w.W, counts, min_cos, self.row_target, budget, w.ibp_beta)

@@ -1,0 +1,84 @@
+"""What a move asks of the prior on ``Z``: the :class:`FeaturePrior` protocol.
+
+The prior on the sparsity indicators ``Z`` (which latent dimensions each row uses, and with
+what multiplicity) is a component of the model, chosen once (:func:`ibp_rflvm.priors.make_prior`).
+A move that changes ``Z`` multiplies two ratios and never asks which prior or which likelihood
+it has: the prior's (with the move's proposal ratio, which depends on the values the prior
+allows) and the target's likelihood ratio. The moves work in the exchangeable view, where the
+prior's per-dimension weights (the IBP's sticks, the gamma-Poisson rates) are integrated out:
+
+* an entry ``z_id`` of a dimension other rows use (``m_-i,d``, the sum of the other rows'
+  values, is positive): the prior proposes a new value with :attr:`FeaturePrior.propose` and
+  scores it with :attr:`FeaturePrior.log_ratio`, both compiled so that the row kernels call
+  them;
+* the dimensions row ``i`` uses alone: a ``Poisson(singleton_rate(N))`` number of them, each
+  with a value from :meth:`FeaturePrior.singleton_values` (births and deaths propose them from
+  this prior, so only the likelihood is left in their acceptance ratio).
+
+The sweep then draws the weights given ``Z`` (:meth:`FeaturePrior.weights_given`) and the
+concentration (:meth:`FeaturePrior.update_alpha`); new rows take their prior from the weights
+(:meth:`FeaturePrior.row_log_ratio`).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+
+class FeaturePrior(Protocol):
+    """A prior on ``Z`` as the sweep's moves use it (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        The name users pass (``z_prior=``).
+    binary : bool
+        Whether ``Z`` holds 0/1 only. The stick-breaking slice step and the pair moves
+        (transfers, absorb/emit) move one "on" between dimensions and exist for binary priors
+        only.
+    max_value : int
+        The largest value an entry may take (the support is conditioned on it; ``Z`` is int8).
+    hyper : numpy.ndarray
+        The prior's fixed parameters, passed to its compiled functions.
+    propose : numba dispatcher
+        ``propose(rng, z_cur) -> z_new``: the proposal for one entry of a dimension other rows
+        use. It must not depend on ``m_-i,d``, so that the proposals of a whole column can be
+        drawn before any of them is accepted.
+    log_ratio : numba dispatcher
+        ``log_ratio(z_cur, z_new, m_other, n, hyper)``: log of ``p(z_new | rest) q(z_cur |
+        z_new) / (p(z_cur | rest) q(z_new | z_cur))``; ``-inf`` outside the support.
+    """
+
+    name: str
+    binary: bool
+    max_value: int
+    hyper: np.ndarray
+    propose: object
+    log_ratio: object
+
+    def propose_column(self, rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
+        """:attr:`propose` for every entry of a column `z` at once (the same law)."""
+
+    def singleton_rate(self, n: int, alpha: float) -> float:
+        """Poisson mean of the dimensions one row of `n` uses alone, given the others."""
+
+    def singleton_values(self, rng: np.random.Generator, k: int, n: int) -> np.ndarray:
+        """The values of `k` dimensions born to one row of `n` (int8)."""
+
+    def weights_given(self, rng: np.random.Generator, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(keep, weights)``: the active dimensions and a draw of their weights given `Z`."""
+
+    def update_alpha(self, rng: np.random.Generator, k_plus: int, n: int, a: float, b: float) -> float:
+        """The concentration's conjugate update, prior ``Gamma(a, rate b)``."""
+
+    def expected_k_plus(self, n: int, alpha: float) -> float:
+        """``E[K+]`` of `n` rows at concentration `alpha`."""
+
+    def in_support(self, values: np.ndarray) -> bool:
+        """Whether every one of `values` is a value ``Z`` may hold."""
+
+    def row_log_ratio(self, z_cur: np.ndarray, z_new: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """For new rows given the weights (prediction): ``log p(z_new) q(z_cur | z_new) /
+        (p(z_cur) q(z_new | z_cur))`` with the proposal of :meth:`propose_column`."""
