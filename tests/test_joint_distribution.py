@@ -10,10 +10,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from numba import njit
 from scipy import special, stats
 
 from ibp_rflvm import model
 from ibp_rflvm.diagnostics import batch_mean_se
+from ibp_rflvm.priors import GammaPoisson
+from ibp_rflvm.priors.gamma_poisson import count_log_ratio, walk_log_q_ratio
 from ibp_rflvm.samplers import ibp
 
 from .samplers.test_ibp import capped_prior_moments
@@ -30,7 +33,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
     data = model.Data.from_array(Y)
     state = model.init_state(rng, data, spec)
     keys = ("alpha", "eta", "k_plus", "x2", "logsig", "beta2", "w_in", "births", "deaths", "transfers")
-    keys += ("absorbs", "ibp_beta", "log_ibp_beta")
+    keys += ("absorbs", "ibp_beta", "log_ibp_beta", "z_row")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         Phi = state.phi(spec.bias)
@@ -49,6 +52,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
         out["log_ibp_beta"].append(math.log(state.ibp_beta))
         out["eta"].append(state.eta)
         out["k_plus"].append(state.k_plus)
+        out["z_row"].append(state.Z.sum(axis=1).mean())
         out["x2"].append(np.sum(state.X**2 - 1.0))
         out["logsig"].append(np.mean(np.log(sigma2)))
         beta, sigma2 = state.params["beta"], state.params["sigma2"]
@@ -66,7 +70,11 @@ def _expected(spec):
         "beta2": 0.0,
         "w_in": 0.0,
     }
-    if spec.ibp and spec.ibp_beta is None:
+    if spec.ibp and spec.z_prior == "gamma-poisson":
+        exp["alpha"] = spec.alpha_prior[0] / spec.alpha_prior[1]
+        exp["k_plus"] = exp["alpha"] * math.log1p(N / spec.z_prior_rate)
+        exp["z_row"] = exp["alpha"] / spec.z_prior_rate
+    elif spec.ibp and spec.ibp_beta is None:
         exp.update(learned_beta_moments(spec.alpha_prior, spec.ibp_beta_prior, N))
     elif spec.ibp and spec.max_dims is not None:
         exp["alpha"], exp["k_plus"] = capped_prior_moments(*spec.alpha_prior, N, spec.max_dims)
@@ -120,3 +128,39 @@ def test_gaussian_sweep_gets_it_right_with_beta_learned():
     assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
     assert draws["transfers"].sum() > 500 and draws["absorbs"].sum() > 500
     _assert_prior_moments(spec, draws)
+
+
+@pytest.mark.slow
+def test_gaussian_sweep_gets_it_right_under_gamma_poisson():
+    """The whole default sweep with the gamma-Poisson prior on ``Z`` (counts; no slice step, no
+    pair moves): ``alpha ~ Gamma(2, 2)`` and ``K+ | alpha ~ Poisson(alpha log(1 + N))`` come back,
+    and a row's total count ``sum_k z_nk`` has the prior mean ``E[alpha] = 1``."""
+    spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), z_prior="gamma-poisson")
+    draws = _successive_conditional(spec, 8000)
+    assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
+    assert draws["transfers"].sum() == 0 and draws["absorbs"].sum() == 0  # binary priors' moves
+    _assert_prior_moments(spec, draws)
+
+
+@njit(cache=False)
+def _no_walk_ratio(z_cur, z_new, m_other, n, hyper):
+    return count_log_ratio(z_cur, z_new, m_other, n, hyper) - walk_log_q_ratio(z_cur, z_new)
+
+
+class _NoWalkRatio(GammaPoisson):
+    """A wrong sampler: the count moves' acceptance without the walk's proposal ratio."""
+
+    def __init__(self, rate=1.0):
+        super().__init__(rate)
+        self.log_ratio = _no_walk_ratio
+
+
+@pytest.mark.slow
+def test_gamma_poisson_joint_test_has_power(monkeypatch):
+    """Leaving out the walk's ``q(0 | 1) / q(1 | 0) = 1/2`` must be seen far beyond the bound."""
+    monkeypatch.setattr(model.ModelSpec, "prior", lambda self, ibp_beta=1.0: _NoWalkRatio())
+    spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), z_prior="gamma-poisson")
+    draws = _successive_conditional(spec, 3000)
+    mean, se = batch_mean_se(draws["k_plus"])
+    assert (mean - _expected(spec)["k_plus"]) / se > 6.0
+

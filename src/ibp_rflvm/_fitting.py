@@ -77,6 +77,10 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         """``(ibp_beta, its prior)`` for the spec: the one-parameter IBP unless overridden."""
         return 1.0, (1.0, 1.0)
 
+    def _z_prior(self) -> str:
+        """The prior on ``Z``: the IBP unless overridden."""
+        return "ibp"
+
     def _spec(self) -> ModelSpec:
         if not isinstance(self.likelihood, str):
             raise ValueError(f"likelihood must be a name such as 'gaussian'; got {self.likelihood!r}")
@@ -94,6 +98,13 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
                 "sampler='paper' is the stick-breaking slice sampler of the one-parameter IBP: "
                 f"it needs ibp_beta=1.0; got {ibp_beta!r}"
             )
+        z_prior = self._z_prior()
+        if z_prior != "ibp" and (paper or ibp_beta != 1.0):
+            raise ValueError(
+                f"z_prior={z_prior!r} is sampled by the default sampler's moves and has no ibp_beta: "
+                f"it needs sampler='default' and ibp_beta=1.0; got sampler={self.sampler!r}, "
+                f"ibp_beta={ibp_beta!r}"
+            )
         return ModelSpec(
             n_frequencies=n_frequencies,
             ibp=self._ibp,
@@ -109,6 +120,7 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             ibp_beta=ibp_beta,
             ibp_beta_prior=ibp_beta_prior,
             backend=self.backend,
+            z_prior=z_prior,
         )
 
     def _chain_starts(self, spec: ModelSpec, n_chains: int) -> list[int]:

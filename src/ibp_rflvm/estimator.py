@@ -16,6 +16,7 @@ from ._fitting import (
     _RFLVMBase,
 )
 from ._validation import check_int, check_positive
+from .priors import Z_PRIORS
 from .stacking import MAX_ENTRIES
 
 __all__ = ["CAP_BINDS", "IBPRFLVM", "RFLVM", "SAMPLERS", "CapReachedWarning", "ChainsDisagreeWarning"]
@@ -38,7 +39,7 @@ class IBPRFLVM(_RFLVMBase):
             "alpha_prior", "eta_prior", "lam0", "likelihood_params", "bias", "n_chains", "n_jobs",
             "checkpoint_path", "checkpoint_every", "verbose", "sampler", "n_replicas", "replica_top",
             "combine", "stacking_max_entries", "ibp_beta", "ibp_beta_prior", "n_threads", "backend",
-            "devices",
+            "devices", "z_prior",
         ],
         """
         RFLVM : The dense model: a fixed number of latent dimensions, every row using all.
@@ -92,6 +93,7 @@ class IBPRFLVM(_RFLVMBase):
         n_threads: int | None = None,
         backend: str = "numba",
         devices=None,
+        z_prior: str = "ibp",
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -120,9 +122,15 @@ class IBPRFLVM(_RFLVMBase):
         self.n_threads = n_threads
         self.backend = backend
         self.devices = devices
+        self.z_prior = z_prior
 
     def _n_dims(self) -> int:
         return self.init_dims
+
+    def _z_prior(self) -> str:
+        if self.z_prior not in Z_PRIORS:
+            raise ValueError(f"z_prior must be one of {list(Z_PRIORS)}; got {self.z_prior!r}")
+        return self.z_prior
 
     def _max_dims(self) -> int | None:
         return None if self.max_dims is None else check_int("max_dims", self.max_dims, 1)

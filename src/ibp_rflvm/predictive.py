@@ -109,9 +109,10 @@ def new_rows(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Posterior means of new rows' latent positions and of their reconstruction.
 
-    The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, Gibbs for
-    ``z`` under its stick prior ``Bern(pi_d)``) against the best chain's final sample (its
-    frequencies, weights and sticks), for `n_sweeps` sweeps, and averaged after `burn_in`. That
+    The new rows' ``x`` and ``z`` are sampled (elliptical slice sampling for ``x``, the prior's
+    moves for ``z`` given its weights, for the IBP Gibbs under ``Bern(pi_d)``) against the best
+    chain's final sample (its frequencies, weights and the prior's weights), for `n_sweeps`
+    sweeps, and averaged after `burn_in`. That
     sample fixes the coordinate system: columns are those of ``latent_``. Rows are independent
     given it (:func:`sample_new_rows`).
     """
@@ -120,7 +121,8 @@ def new_rows(
         raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
     state, spec = posterior.state, posterior.spec
     rng = check_random_state(0 if random_state is None else random_state)
-    H_mean, recon, _ = sample_new_rows(rng, Yn, lik, prep, state, spec.ibp, spec.bias, n_sweeps, burn_in)
+    prior = spec.prior(state.ibp_beta) if spec.ibp else None
+    H_mean, recon, _ = sample_new_rows(rng, Yn, lik, prep, state, prior, spec.bias, n_sweeps, burn_in)
     usage = np.count_nonzero(state.H, axis=0)
     order = np.argsort(-usage, kind="stable")
     return H_mean[:, order[usage[order] > 0]], recon
@@ -279,24 +281,27 @@ class PredictiveMixin(TransformerMixin):
 
 
 def sample_new_rows(
-    rng: np.random.Generator, Yn: np.ndarray, lik, prep, sample: dict, ibp: bool, bias: bool,
+    rng: np.random.Generator, Yn: np.ndarray, lik, prep, sample: dict, prior, bias: bool,
     n_sweeps: int, burn_in: int, block=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Posterior means of new rows' latent positions ``X * Z`` (in `sample`'s columns), of their
     reconstruction and, when given, of ``block(H)`` (a per-row quantity such as the embedding's).
 
     The rows' ``x`` and ``z`` are sampled against one posterior `sample` (its frequencies ``W``,
-    likelihood ``params`` and sticks ``pi``), which stays fixed: elliptical slice sampling for
-    ``x``, Gibbs for ``z`` under its stick prior ``Bern(pi_d)`` (the dense model has ``Z = 1``),
-    for `n_sweeps` sweeps, averaged after `burn_in`. Rows are independent given the sample.
+    likelihood ``params`` and the prior's weights ``pi``: the IBP's sticks, the gamma-Poisson's
+    rates), which stays fixed: elliptical slice sampling for ``x``, and for each ``z_id`` the
+    proposal of `prior` (:class:`ibp_rflvm.priors.FeaturePrior`; the IBP's flip) accepted with
+    Barker's probability ``r / (1 + r)``, ``r`` the prior ratio given the weights times the
+    likelihood ratio, which for a flip is the Gibbs conditional under ``Bern(pi_d)``. `prior`
+    None is the dense model (``Z = 1``). `n_sweeps` sweeps, averaged after `burn_in`. Rows are
+    independent given the sample.
     """
     W, params = sample.W, sample.params
     beta = params["beta"]
-    pi = np.clip(sample.pi, 1e-12, 1.0 - 1e-12) if ibp else np.full(W.shape[1], 0.5)
     n, K = Yn.shape[0], W.shape[1]
     rows_all = np.arange(n)
     X = rng.standard_normal((n, K))
-    Z = (rng.random((n, K)) < pi).astype(np.int8) if ibp else np.ones((n, K), np.int8)
+    Z = prior.new_rows(rng, n, sample.pi) if prior is not None else np.ones((n, K), np.int8)
 
     def loglik(H_rows, rows):
         return lik.loglik_rows(feature_map(H_rows, W, bias) @ beta, rows, params, prep)
@@ -305,19 +310,18 @@ def sample_new_rows(
     total = np.zeros((n, K))
     recon = np.zeros(Yn.shape)
     block_total = None
-    log_odds_prior = np.log(pi) - np.log1p(-pi)
     for t in range(n_sweeps):
-        if ibp:
+        if prior is not None:
             for d in range(K):
+                z_prop = prior.propose_column(rng, Z[:, d])
                 H_alt = X * Z
-                H_alt[:, d] = X[:, d] * (1 - Z[:, d])
+                H_alt[:, d] = X[:, d] * z_prop
                 ll_alt = loglik(H_alt, rows_all)
-                delta = np.where(Z[:, d] == 1, ll - ll_alt, ll_alt - ll)
+                log_r = prior.row_log_ratio(Z[:, d], z_prop, sample.pi[d]) + ll_alt - ll
                 # expit, not 1/(1+exp(-t)): large counts give |t| in the thousands.
-                p_one = expit(log_odds_prior[d] + delta)
-                z_new = (rng.random(n) < p_one).astype(np.int8)
-                ll = np.where(z_new != Z[:, d], ll_alt, ll)
-                Z[:, d] = z_new
+                move = rng.random(n) < expit(log_r)
+                ll = np.where(move, ll_alt, ll)
+                Z[:, d] = np.where(move, z_prop, Z[:, d])
         X, ll, _, _ = elliptical_slice(rng, X, lambda prop, rows: loglik(prop * Z[rows], rows), ll)
         if t >= burn_in:
             H = X * Z

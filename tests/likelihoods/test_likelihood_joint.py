@@ -81,7 +81,8 @@ CASES = {
 
 
 def _successive_conditional(
-    name, ibp_on, n_sweeps, seed=0, burn=300, max_dims=None, beta_prior=None, backend="numba"
+    name, ibp_on, n_sweeps, seed=0, burn=300, max_dims=None, beta_prior=None, backend="numba",
+    z_prior="ibp",
 ):
     hyper, draw = CASES[name]
     name = name.split("+")[0]
@@ -89,7 +90,7 @@ def _successive_conditional(
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
         n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
-        max_dims=max_dims, backend=backend,
+        max_dims=max_dims, backend=backend, z_prior=z_prior,
         **({} if beta_prior is None else {"ibp_beta": None, "ibp_beta_prior": beta_prior}),
     )
     rng = np.random.default_rng(seed)
@@ -130,9 +131,12 @@ def _successive_conditional(
     return {k: np.asarray(v[burn:], dtype=float) for k, v in out.items() if v}
 
 
-def _expected(name, ibp_on, max_dims=None, beta_prior=None):
+def _expected(name, ibp_on, max_dims=None, beta_prior=None, z_prior="ibp"):
     exp = {"eta": 1.0, "x2": 0.0, "w_in": 0.0, "beta1": 0.0, "beta2": 0.0}
-    if ibp_on and beta_prior is not None:
+    if ibp_on and z_prior == "gamma-poisson":
+        exp["alpha"] = 1.0
+        exp["k_plus"] = 1.0 * math.log1p(N)
+    elif ibp_on and beta_prior is not None:
         exp.update(learned_beta_moments((2.0, 2.0), beta_prior, N))
     elif ibp_on and max_dims is not None:
         exp["alpha"], exp["k_plus"] = capped_prior_moments(2.0, 2.0, N, max_dims)
@@ -197,15 +201,25 @@ def test_count_sweep_gets_it_right_with_beta_learned(name):
     _run_and_check(name, True, 4000, beta_prior=(2.0, 2.0))
 
 
-def _run_and_check(name, ibp_on, n_sweeps, max_dims=None, beta_prior=None, backend="numba", seed=0):
+@pytest.mark.slow
+def test_count_sweep_gets_it_right_under_gamma_poisson():
+    """The negative binomial sweep with the gamma-Poisson prior on ``Z`` (counts in ``Z``)."""
+    _run_and_check("negbinom", True, 4000, z_prior="gamma-poisson")
+
+
+def _run_and_check(
+    name, ibp_on, n_sweeps, max_dims=None, beta_prior=None, backend="numba", seed=0, z_prior="ibp"
+):
     draws = _successive_conditional(
-        name, ibp_on, n_sweeps, seed=seed, max_dims=max_dims, beta_prior=beta_prior, backend=backend
+        name, ibp_on, n_sweeps, seed=seed, max_dims=max_dims, beta_prior=beta_prior, backend=backend,
+        z_prior=z_prior,
     )
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
-        assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
+        if z_prior == "ibp":  # the pair moves are the binary prior's
+            assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
     if max_dims is not None:
         assert draws["k_plus"].max() <= max_dims
-    expected = _expected(name.split("+")[0], ibp_on, max_dims, beta_prior)
+    expected = _expected(name.split("+")[0], ibp_on, max_dims, beta_prior, z_prior)
     report = _check({k: draws[k] for k in expected}, expected)
     print(name, "ibp" if ibp_on else "dense", "; ".join(report))

@@ -54,6 +54,10 @@ def check_spec(spec: ModelSpec) -> None:
             "backend='jax' runs the IBP with a fixed ibp_beta (1.0 by default); a learned "
             "ibp_beta (ibp_beta=None) runs on backend='numba'"
         )
+    if spec.ibp and spec.z_prior != "ibp":
+        raise ValueError(
+            f"backend='jax' runs the IBP's moves only; z_prior={spec.z_prior!r} runs on backend='numba'"
+        )
 
 
 def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:

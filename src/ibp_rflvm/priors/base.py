@@ -79,6 +79,9 @@ class FeaturePrior(Protocol):
     def in_support(self, values: np.ndarray) -> bool:
         """Whether every one of `values` is a value ``Z`` may hold."""
 
+    def new_rows(self, rng: np.random.Generator, n: int, weights: np.ndarray) -> np.ndarray:
+        """``n`` new rows of ``Z`` (int8) drawn from the prior given the weights."""
+
     def row_log_ratio(self, z_cur: np.ndarray, z_new: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """For new rows given the weights (prediction): ``log p(z_new) q(z_cur | z_new) /
         (p(z_cur) q(z_new | z_cur))`` with the proposal of :meth:`propose_column`."""

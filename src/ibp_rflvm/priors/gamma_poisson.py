@@ -80,19 +80,23 @@ def logarithmic(rng: np.random.Generator, p: float, size: int) -> np.ndarray:
     """Draws of the logarithmic law ``P(z) = -p^z / (z log(1 - p))``, ``z >= 1``, by its inverse CDF.
 
     Written here rather than taken from ``Generator.logseries`` so that its law is the one the
-    prior checks test; ``p <= 1/2`` in this model, so the walk along the CDF ends within a few
-    steps."""
+    prior checks test. ``p <= 1/2`` in this model, so the CDF is tabulated until its tail is
+    below double precision's resolution (60 terms at ``p = 1/2``); a uniform beyond the table
+    walks on term by term."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"the logarithmic law needs 0 < p < 1; got {p!r}")
+    z = np.arange(1, 4096, dtype=np.float64)
+    terms = np.exp(z * math.log(p) - np.log(z)) / -math.log1p(-p)
+    cdf = np.cumsum(terms[: int(np.searchsorted(-terms, -1e-18)) + 1])
     u = rng.random(size)
-    out = np.empty(size, dtype=np.int64)
-    norm = -math.log1p(-p)
-    for j in range(size):
-        z, term = 1, p / norm
-        cdf = term
-        while u[j] > cdf and z < 10_000:
-            term *= p * z / (z + 1)
-            z += 1
-            cdf += term
-        out[j] = z
+    out = np.searchsorted(cdf, u, side="right").astype(np.int64) + 1
+    for j in np.flatnonzero(out > cdf.size):  # probability below 1e-17 per draw
+        k, c, t = cdf.size, cdf[-1], terms[cdf.size - 1]
+        while u[j] > c:
+            t *= p * k / (k + 1)
+            k += 1
+            c += t
+        out[j] = k
     return out
 
 
@@ -147,6 +151,10 @@ class GammaPoisson:
     def expected_k_plus(self, n: int, alpha: float) -> float:
         """``alpha log(1 + N / b)``."""
         return alpha * math.log1p(n / self.rate)
+
+    def new_rows(self, rng: np.random.Generator, n: int, weights: np.ndarray) -> np.ndarray:
+        """``z_id ~ Poisson(lambda_d)``, at most :data:`MAX_COUNT`."""
+        return np.minimum(rng.poisson(weights, size=(n, weights.size)), MAX_COUNT).astype(np.int8)
 
     def row_log_ratio(self, z_cur: np.ndarray, z_new: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """Poisson(``lambda``) prior ratio plus the walk's proposal ratio."""

@@ -73,6 +73,11 @@ class IndianBuffet:
         """``alpha sum_i beta / (beta + i - 1)``."""
         return alpha * ibp.sharing_sum(n, self.beta)
 
+    def new_rows(self, rng: np.random.Generator, n: int, weights: np.ndarray) -> np.ndarray:
+        """``z_id ~ Bern(pi_d)``."""
+        pi = np.clip(weights, 1e-12, 1.0 - 1e-12)
+        return (rng.random((n, pi.size)) < pi).astype(np.int8)
+
     def row_log_ratio(self, z_cur: np.ndarray, z_new: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``log pi - log(1 - pi)`` for ``0 -> 1`` and its negative for ``1 -> 0``."""
         pi = np.clip(weights, 1e-12, 1.0 - 1e-12)
