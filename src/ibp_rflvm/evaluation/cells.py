@@ -132,7 +132,7 @@ def build_estimator(
             "n_threads": n_threads,
         }
         if m.ibp:
-            return IBPRFLVM(init_dims=init_dims_for(cfg), **common)
+            return IBPRFLVM(init_dims=init_dims_for(cfg), z_prior=m.z_prior, **common)
         return RFLVM(n_components=int(n_components), **common)
     if m.family == "gplvm":
         from ..baselines import BayesianGPLVM

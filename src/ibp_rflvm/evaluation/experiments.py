@@ -42,7 +42,7 @@ class Method:
 
     `family` is ``"rflvm"`` (IBPRFLVM/RFLVM with `likelihood`), ``"gplvm"``, ``"ibp-lfm"``,
     ``"pfa"`` or ``"lda"``; `ibp` says whether the model is infinite; `parent` names the method
-    whose final K+ sets this one's D.
+    whose final K+ sets this one's D; `z_prior` is the infinite RFLVMs' prior on ``Z``.
     """
 
     key: str
@@ -51,6 +51,7 @@ class Method:
     ibp: bool
     likelihood: str | None = None
     parent: str | None = None
+    z_prior: str = "ibp"
 
 
 METHODS: dict[str, Method] = {
@@ -73,6 +74,9 @@ METHODS: dict[str, Method] = {
             "multinomial",
             parent="multinomial-ibp-rflvm",
         ),
+        # The paper's future work: the gamma-Poisson feature model as the prior on Z (issue 49).
+        Method("gp-rflvm", "Gamma-Poisson RFLVM", "rflvm", True, "gaussian", z_prior="gamma-poisson"),
+        Method("nb-gp-rflvm", "NB Gamma-Poisson RFLVM", "rflvm", True, "negbinom", z_prior="gamma-poisson"),
         Method("pfa", "PFA", "pfa", False, parent="poisson-ibp-rflvm"),
         Method("lda", "LDA", "lda", False, parent="multinomial-ibp-rflvm"),
     )
