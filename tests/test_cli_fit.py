@@ -299,3 +299,22 @@ def test_a_cap_below_the_default_start_lowers_the_start(tmp_path, capsys):
     assert main(["fit", str(path), "--dims", "6", "--max-dims", "4", "--out", str(refused), *FAST]) == 2
     assert "--dims 6 exceeds --max-dims 4" in capsys.readouterr().err
     assert not refused.exists()
+
+
+def test_model_gamma_poisson_fits_counts_in_z(tmp_path, monkeypatch):
+    """``--model gamma-poisson`` is the IBP-RFLVM with the gamma-Poisson prior on ``Z``."""
+    from ibp_rflvm import IBPRFLVM
+
+    seen = {}
+    original_fit = IBPRFLVM.fit
+
+    def fit(self, *args, **kwargs):
+        seen["z_prior"] = self.z_prior
+        return original_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(IBPRFLVM, "fit", fit)
+    path = tmp_path / "expr.csv"
+    _frame().to_csv(path, index_label="cell")
+    assert main(["fit", str(path), "--model", "gamma-poisson", "--out", str(tmp_path / "o"), *FAST]) == 0
+    assert seen == {"z_prior": "gamma-poisson"}
+    assert (tmp_path / "o" / "latent.csv").exists()

@@ -166,6 +166,8 @@ def _model(args: argparse.Namespace, common: dict):
     if args.model == "dense":
         return RFLVM(n_components=2 if args.dims is None else args.dims, **common)
     ibp_only = {} if args.dims is None else {"init_dims": args.dims}
+    if args.model == "gamma-poisson":
+        ibp_only["z_prior"] = "gamma-poisson"
     if args.max_dims != -1:  # -1: not given, so IBPRFLVM's default
         ibp_only["max_dims"] = args.max_dims
     cap = ibp_only.get("max_dims", IBPRFLVM().max_dims)
@@ -291,7 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--size-factor-column", default=None, metavar="NAME|NUMBER",
                      help="take the size factors from this column of the data (its header name, or its "
                      "number counted from 1); the column is then not fitted")  # fmt: skip
-    fit.add_argument("--model", choices=["ibp", "dense"], default="ibp", help="IBP-RFLVM (default) or RFLVM")
+    fit.add_argument(
+        "--model", choices=["ibp", "dense", "gamma-poisson"], default="ibp",
+        help="IBP-RFLVM (default), RFLVM, or the IBP-RFLVM with the gamma-Poisson prior on Z",
+    )  # fmt: skip
     fit.add_argument(
         "--dims", type=int, default=None,
         help="initial (ibp; default: init_dims of IBPRFLVM) or fixed (dense; default 2) dimensions",
