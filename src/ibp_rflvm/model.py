@@ -193,10 +193,10 @@ def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: V
     budget = spec.pair_budget(w.W.shape[1])
     transfers = absorbs = (0, 0)
     if spec.transfer_min_cos is not None and prior.binary:
-        transfers = view.transfers(rng, w, counts, spec.transfer_min_cos, budget)
+        transfers = view.transfers(rng, w, counts, spec.transfer_min_cos, budget, prior)
     t_transfers = time.perf_counter()
     if spec.absorb_min_cos is not None and prior.binary:
-        absorbs = view.absorbs(rng, w, counts, spec.absorb_min_cos, budget)
+        absorbs = view.absorbs(rng, w, counts, spec.absorb_min_cos, budget, prior)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, born = dimension_moves.singleton_birth_death(

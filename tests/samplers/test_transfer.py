@@ -15,6 +15,7 @@ from scipy import stats
 from ibp_rflvm import model
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import absorb as ab
 from ibp_rflvm.samplers import transfer as tr
 from ibp_rflvm.targets import factorised_state as factorised
@@ -22,6 +23,8 @@ from ibp_rflvm.targets.collapsed_kernels import absorb_rows, transfer_rows
 from ibp_rflvm.targets.factorised import FactorisedRows
 from ibp_rflvm.targets.prior import NoLikelihood
 from ibp_rflvm.targets.row_cache import build_cache
+
+IBP = IndianBuffet()
 
 
 def test_aligned_pairs_keep_a_rows_phase_when_the_columns_are_parallel():
@@ -73,13 +76,13 @@ def test_transfer_log_ratio_is_ibp_odds_times_the_coordinates_prior():
     n, m_dst, m_src = 20, 6, 4
     x_dst, x_src, c = 0.3, -1.1, 1.7
     new_dst, new_src = c * x_src, x_dst / c
-    got = tr.transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n)
+    got = tr.transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, IBP.prior_ratio, IBP.hyper)
     ibp_odds = math.log(m_dst / (n - m_dst)) + math.log((n - m_src) / m_src)
     coords = stats.norm.logpdf([new_dst, new_src]).sum() - stats.norm.logpdf([x_dst, x_src]).sum()
     assert got == pytest.approx(ibp_odds + coords)
     # The reverse transfer (the row now in the old destination, counts shifted by one) has the
     # reciprocal ratio: detailed balance for the involution, whose Jacobian is 1.
-    back = tr.transfer_log_ratio(new_src, new_dst, x_src, x_dst, m_src, m_dst, n)
+    back = tr.transfer_log_ratio(new_src, new_dst, x_src, x_dst, m_src, m_dst, n, IBP.prior_ratio, IBP.hyper)
     assert back == pytest.approx(-got)
 
 
@@ -114,7 +117,8 @@ def test_collapsed_pair_moves_keep_the_row_cache_exact(move):
     tried = acc = 0
     for _ in range(20):
         counts = Z.sum(axis=0).astype(np.int64)
-        t, a = kernel(rng, *_collapsed_args(X, Z, W, Phi, Y, cache, prior), counts, *pairs(W, 0.3))
+        args = _collapsed_args(X, Z, W, Phi, Y, cache, prior)
+        t, a = kernel(rng, *args, counts, *pairs(W, 0.3), IBP.prior_ratio, IBP.hyper)
         tried, acc = tried + t, acc + a
         assert np.array_equal(counts, Z.sum(axis=0))
     assert acc > 20 and tried > acc, (tried, acc)
@@ -143,7 +147,7 @@ def test_factorised_pair_moves_keep_phi_psi_and_row_logliks(move):
     tried = acc = 0
     for _ in range(20):
         counts = Z.sum(axis=0).astype(np.int64)
-        t, a = array_move(rng, X, Z, W, counts, 0.3, target)
+        t, a = array_move(rng, X, Z, W, counts, 0.3, target, None, IBP)
         tried, acc = tried + t, acc + a
         assert np.array_equal(counts, Z.sum(axis=0))
     assert acc > 20 and tried > acc, (tried, acc)
@@ -168,7 +172,7 @@ def test_both_paths_propose_the_same_coordinates():
     # Prior-only array path on one copy...
     X1, Z1 = X.copy(), Z.copy()
     t1, a1 = tr.transfer_pairs(
-        np.random.default_rng(9), X1, Z1, W, Z1.sum(0).astype(np.int64), 0.95, NoLikelihood()
+        np.random.default_rng(9), X1, Z1, W, Z1.sum(0).astype(np.int64), 0.95, NoLikelihood(), None, IBP
     )
     # ...and the closed form applied by hand to the rows it accepted.
     moved = np.flatnonzero(Z1[:, 0] != Z[:, 0])

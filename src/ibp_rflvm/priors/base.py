@@ -49,6 +49,9 @@ class FeaturePrior(Protocol):
     log_ratio : numba dispatcher
         ``log_ratio(z_cur, z_new, m_other, n, hyper)``: log of ``p(z_new | rest) q(z_cur |
         z_new) / (p(z_cur | rest) q(z_new | z_cur))``; ``-inf`` outside the support.
+    prior_ratio : numba dispatcher
+        The same without the proposal's ratio, ``log p(z_new | rest) - log p(z_cur | rest)``,
+        for moves that propose values their own way (the pair moves' deterministic swaps).
     """
 
     name: str
@@ -57,6 +60,7 @@ class FeaturePrior(Protocol):
     hyper: np.ndarray
     propose: object
     log_ratio: object
+    prior_ratio: object
 
     def propose_column(self, rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
         """:attr:`propose` for every entry of a column `z` at once (the same law)."""

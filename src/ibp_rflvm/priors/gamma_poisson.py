@@ -63,17 +63,23 @@ def walk_log_q_ratio(z_cur: int, z_new: int) -> float:
 
 
 @njit(cache=True)
-def count_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper) -> float:
-    """The negative binomial predictive's log ratio plus the walk's (``hyper = [b]``)."""
+def count_prior_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper) -> float:
+    """``log p(z_new | rest) - log p(z_cur | rest)``: the negative binomial predictive
+    (``hyper = [b]``); ``-inf`` outside ``0..MAX_COUNT``."""
     if z_new > MAX_COUNT or z_new < 0:
         return -math.inf
     log_r1 = math.log(n + hyper[0])  # log(r + 1) with r = N - 1 + b
     m = float(m_other)
-    prior = (
+    return (
         math.lgamma(m + z_new) - math.lgamma(m + z_cur) - math.lgamma(z_new + 1.0) + math.lgamma(z_cur + 1.0)
         - (z_new - z_cur) * log_r1
     )  # fmt: skip
-    return prior + walk_log_q_ratio(z_cur, z_new)
+
+
+@njit(cache=True)
+def count_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper) -> float:
+    """The negative binomial predictive's log ratio plus the walk's."""
+    return count_prior_ratio(z_cur, z_new, m_other, n, hyper) + walk_log_q_ratio(z_cur, z_new)
 
 
 def logarithmic(rng: np.random.Generator, p: float, size: int) -> np.ndarray:
@@ -120,6 +126,7 @@ class GammaPoisson:
         self.hyper = np.array([self.rate])
         self.propose = propose_walk
         self.log_ratio = count_log_ratio
+        self.prior_ratio = count_prior_ratio
 
     def propose_column(self, rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
         """:func:`propose_walk` for every entry of `z`."""

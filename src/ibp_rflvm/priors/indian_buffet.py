@@ -48,6 +48,8 @@ class IndianBuffet:
         self.hyper = np.array([self.beta])
         self.propose = propose_flip
         self.log_ratio = share_log_ratio
+        # The flip's proposal ratio is 1: the prior's ratio alone is the same function.
+        self.prior_ratio = share_log_ratio
 
     def propose_column(self, rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
         """``1 - z``: the flip of every entry (draws nothing)."""

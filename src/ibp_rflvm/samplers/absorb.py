@@ -13,8 +13,9 @@ The move, for an ordered pair ``(a, b)`` of active dimensions with ``|cos(w_a, w
   while off (prior ``N(0, 1)``).
 
 ``x_b`` is unchanged, so the map is a shear (Jacobian 1) and each is the other's inverse.
-Acceptance in the exchangeable view (sticks integrated out; ``m`` = other rows using ``b``;
-``beta`` the two-parameter IBP's sharing parameter, 1 for the one-parameter IBP):
+Acceptance in the exchangeable view (sticks integrated out; ``m`` = other rows using ``b``),
+with the prior on ``Z``'s ratio, a binary prior's (for the IBP, with ``beta`` the two-parameter
+IBP's sharing parameter, 1 for the one-parameter IBP):
 absorb ``(N - 1 + beta - m)/m * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``,
 emit ``m/(N - 1 + beta - m) * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``.
 The ordered pairs and ``c`` depend on ``W`` only, which the move leaves alone.
@@ -27,7 +28,6 @@ import math
 import numpy as np
 from numba import njit
 
-from . import ibp
 from .transfer import aligned_pairs
 
 
@@ -44,11 +44,11 @@ def ordered_pairs(
 
 
 @njit(cache=True)
-def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int, ibp_beta: float = 1.0) -> float:
-    """Prior part of the log acceptance ratio (module docstring); `m` excludes the row."""
-    on = ibp.log_share_odds(m, n, ibp_beta)
-    odds = -on if z_b == 1 else on
-    return odds - 0.5 * (new_a * new_a - x_a * x_a)
+def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int, prior_ratio, hyper) -> float:
+    """Prior part of the log acceptance ratio (module docstring); `m` excludes the row. The
+    prior on ``Z``'s ratio for ``z_b -> 1 - z_b`` comes from ``prior_ratio`` (the IBP's odds
+    above; :class:`ibp_rflvm.priors.FeaturePrior`)."""
+    return prior_ratio(z_b, 1 - z_b, m, n, hyper) - 0.5 * (new_a * new_a - x_a * x_a)
 
 
 @njit(cache=True)
@@ -64,7 +64,7 @@ def absorb_proposal(X, Z, i, a, b, c, counts):
 
 
 @njit(cache=True)
-def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, ibp_beta, accepted):
+def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, prior_ratio, hyper, accepted):
     """Accept or reject pair ``(a, b)``'s proposals row by row (``m`` couples them)."""
     N = Z.shape[0]
     tried = acc = 0
@@ -75,7 +75,8 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, ibp_beta, accepted):
             continue
         z_b = Z[i, b]
         tried += 1
-        if math.log(rng.random()) < absorb_log_ratio(z_b, X[i, a], new_a, m, N, ibp_beta) + delta_ll[i]:
+        ratio = absorb_log_ratio(z_b, X[i, a], new_a, m, N, prior_ratio, hyper)
+        if math.log(rng.random()) < ratio + delta_ll[i]:
             X[i, a] = new_a
             Z[i, b] = 1 - z_b
             counts[b] += 1 - 2 * z_b
@@ -85,8 +86,7 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, ibp_beta, accepted):
 
 
 def absorb_pairs(
-    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None,
-    ibp_beta: float = 1.0,
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
 ) -> tuple[int, int]:
     """Absorb/emit for a row-factorised target (or the prior alone), one ordered pair at a time.
 
@@ -108,7 +108,7 @@ def absorb_pairs(
         H_rows[:, a] = np.where(on, X[rows, a] + c * X[rows, b], X[rows, a] - c * X[rows, b])
         H_rows[:, b] = np.where(on, 0.0, X[rows, b])
         delta[rows] = target.deltas_at(rows, H_rows, W)
-        t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, float(ibp_beta), accepted)
+        t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, prior.prior_ratio, prior.hyper, accepted)
         tried += t
         acc += n_acc
         if n_acc:

@@ -16,8 +16,8 @@ them (its *source*; the other is its *destination*), both used by other rows too
   using keeps the value it leaves behind (prior ``N(0, 1)`` when off), so the map is an
   involution: the reverse transfer has ``c`` replaced by ``1 / c``. Its Jacobian is 1.
 * Acceptance, in the exchangeable view with the active sticks integrated out (as for the flips
-  of :mod:`dimension_moves`), with the two-parameter IBP's sharing parameter ``beta``
-  (``beta = 1``: the one-parameter IBP):
+  of :mod:`dimension_moves`), with the prior on ``Z``'s ratio (a binary prior's; for the
+  two-parameter IBP with sharing parameter ``beta``, ``beta = 1`` the one-parameter IBP):
   ``m_-i,dst / (N - 1 + beta - m_-i,dst) * (N - 1 + beta - m_-i,src) / m_-i,src
   * N(x_dst'; 0, 1) N(x_src'; 0, 1) / (N(x_dst; 0, 1) N(x_src; 0, 1)) * L'/L``.
 * Pairs are those with ``|cos(w_a, w_b)| >= min_cos``; they depend on ``W`` alone, which the
@@ -38,8 +38,6 @@ import math
 
 import numpy as np
 from numba import njit
-
-from . import ibp
 
 
 def aligned_pairs(
@@ -68,10 +66,14 @@ def aligned_pairs(
 
 
 @njit(cache=True)
-def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, ibp_beta=1.0) -> float:
-    """Prior part of the log acceptance ratio (module docstring); `m_*` exclude the moving row."""
+def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, prior_ratio, hyper) -> float:
+    """Prior part of the log acceptance ratio (module docstring); `m_*` exclude the moving row.
+
+    The prior on ``Z``'s ratio for ``z_dst: 0 -> 1`` and ``z_src: 1 -> 0`` comes from
+    ``prior_ratio(z, z', m, N, hyper)`` (:class:`ibp_rflvm.priors.FeaturePrior`; the IBP's odds
+    above)."""
     return (
-        ibp.log_share_odds(m_dst, n, ibp_beta) - ibp.log_share_odds(m_src, n, ibp_beta)
+        prior_ratio(0, 1, m_dst, n, hyper) + prior_ratio(1, 0, m_src, n, hyper)
         - 0.5 * (new_dst * new_dst + new_src * new_src - x_dst * x_dst - x_src * x_src)
     )  # fmt: skip
 
@@ -87,7 +89,7 @@ def orient(Z, i, a, b, c):
 
 
 @njit(cache=True)
-def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, ibp_beta, accepted):
+def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, prior_ratio, hyper, accepted):
     """Accept or reject the proposed transfers of pair ``(a, b)`` row by row (the counts couple
     them); `x_a`, `x_b` are each row's proposed coordinates. Returns ``(proposed, accepted)``."""
     N = Z.shape[0]
@@ -101,7 +103,7 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, ibp_beta, acc
         new_src = x_a[i] if src == a else x_b[i]
         tried += 1
         log_ratio = transfer_log_ratio(
-            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - 1, N, ibp_beta
+            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - 1, N, prior_ratio, hyper
         )
         if math.log(rng.random()) < log_ratio + delta_ll[i]:
             X[i, a] = x_a[i]
@@ -116,8 +118,7 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, ibp_beta, acc
 
 
 def transfer_pairs(
-    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None = None,
-    ibp_beta: float = 1.0,
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
 ) -> tuple[int, int]:
     """Transfers for a row-factorised target (or the prior alone), one aligned pair at a time.
 
@@ -147,7 +148,9 @@ def transfer_pairs(
         H_rows[:, a] = np.where(from_a, 0.0, x_a[rows])
         H_rows[:, b] = np.where(from_a, x_b[rows], 0.0)
         delta[rows] = target.deltas_at(rows, H_rows, W)
-        t, n_acc = _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta, counts, float(ibp_beta), accepted)
+        t, n_acc = _transfer_pair(
+            rng, X, Z, a, b, c, x_a, x_b, delta, counts, prior.prior_ratio, prior.hyper, accepted
+        )
         tried += t
         acc += n_acc
         if n_acc:

@@ -86,14 +86,16 @@ class View(Protocol):
         `prior` (:class:`ibp_rflvm.priors.FeaturePrior`); the number accepted."""
 
     def transfers(
-        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None
+        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
+        prior,
     ) -> tuple[int, int]:
-        """Row transfers between aligned dimensions; ``(proposed, accepted)``."""
+        """Row transfers between aligned dimensions (a binary prior on ``Z``); ``(proposed, accepted)``."""
 
     def absorbs(
-        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None
+        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
+        prior,
     ) -> tuple[int, int]:
-        """Absorb/emit between aligned dimensions; ``(proposed, accepted)``."""
+        """Absorb/emit between aligned dimensions (a binary prior on ``Z``); ``(proposed, accepted)``."""
 
     @property
     def row_target(self) -> RowTarget:

@@ -190,13 +190,15 @@ class CollapsedView:
             self._rows = CollapsedRows(self.Phi, self.w.Y, self._cache(self.w), self.t.prior, self.t.bias)
         return self._rows
 
-    def transfers(self, rng, w: Work, counts, min_cos: float, budget) -> tuple[int, int]:
+    def transfers(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
         chosen = aligned_pairs(w.W, min_cos, rng, budget)
-        return transfer_rows(rng, *self._args(w, self.row_target.cache), counts, *chosen, w.ibp_beta)
+        args = self._args(w, self.row_target.cache)
+        return transfer_rows(rng, *args, counts, *chosen, prior.prior_ratio, prior.hyper)
 
-    def absorbs(self, rng, w: Work, counts, min_cos: float, budget) -> tuple[int, int]:
+    def absorbs(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
         chosen = ordered_pairs(w.W, min_cos, rng, budget)
-        return absorb_rows(rng, *self._args(w, self.row_target.cache), counts, *chosen, w.ibp_beta)
+        args = self._args(w, self.row_target.cache)
+        return absorb_rows(rng, *args, counts, *chosen, prior.prior_ratio, prior.hyper)
 
     def compact(self) -> None:
         pass

@@ -163,7 +163,7 @@ def flip_rows(
 
 @njit(cache=True, fastmath=FAST)
 def transfer_rows(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, pa, pb, pc, ibp_beta=1.0
+    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, pa, pb, pc, prior_ratio, hyper
 ):
     """Every row in turn, every aligned pair: one transfer proposal each, scored by the rank-2
     row cache. Returns ``(proposed, accepted)``."""
@@ -194,7 +194,9 @@ def transfer_rows(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             tried += 1
-            log_ratio = transfer_log_ratio(X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, N, ibp_beta)
+            log_ratio = transfer_log_ratio(
+                X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, N, prior_ratio, hyper
+            )
             if log_u < log_ratio + ll_new - state[1]:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 X[i, dst] = new_dst
@@ -210,7 +212,8 @@ def transfer_rows(
 
 @njit(cache=True, fastmath=FAST)
 def absorb_rows(
-    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, keep, toggle, cs, ibp_beta=1.0
+    rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, counts, keep, toggle, cs, prior_ratio,
+    hyper,
 ):
     """Every row in turn, every ordered aligned pair: one absorb or emit proposal, scored by the
     rank-2 row cache. Returns ``(proposed, accepted)``."""
@@ -237,7 +240,7 @@ def absorb_rows(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             tried += 1
-            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N, ibp_beta) + ll_new - state[1]:
+            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N, prior_ratio, hyper) + ll_new - state[1]:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 X[i, a] = new_a
                 Z[i, b] = 1 - z_b

@@ -26,8 +26,8 @@ class ArrayMoves:
     def flips(self, rng, w: Work, counts, q_sd: float, prior) -> int:
         return flip_columns(rng, w.X, w.Z, w.W, counts, q_sd, self.row_target, prior)
 
-    def transfers(self, rng, w: Work, counts, min_cos: float, budget) -> tuple[int, int]:
-        return transfer_pairs(rng, w.X, w.Z, w.W, counts, min_cos, self.row_target, budget, w.ibp_beta)
+    def transfers(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
+        return transfer_pairs(rng, w.X, w.Z, w.W, counts, min_cos, self.row_target, budget, prior)
 
-    def absorbs(self, rng, w: Work, counts, min_cos: float, budget) -> tuple[int, int]:
-        return absorb_pairs(rng, w.X, w.Z, w.W, counts, min_cos, self.row_target, budget, w.ibp_beta)
+    def absorbs(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
+        return absorb_pairs(rng, w.X, w.Z, w.W, counts, min_cos, self.row_target, budget, prior)
