@@ -132,13 +132,13 @@ def test_gaussian_sweep_gets_it_right_with_beta_learned():
 
 @pytest.mark.slow
 def test_gaussian_sweep_gets_it_right_under_gamma_poisson():
-    """The whole default sweep with the gamma-Poisson prior on ``Z`` (counts; no slice step, no
-    pair moves): ``alpha ~ Gamma(2, 2)`` and ``K+ | alpha ~ Poisson(alpha log(1 + N))`` come back,
-    and a row's total count ``sum_k z_nk`` has the prior mean ``E[alpha] = 1``."""
+    """The whole default sweep with the gamma-Poisson prior on ``Z`` (counts; no slice step; the
+    pair moves carry counts): ``alpha ~ Gamma(2, 2)`` and ``K+ | alpha ~ Poisson(alpha log(1 +
+    N))`` come back, and a row's total count ``sum_k z_nk`` has the prior mean ``E[alpha] = 1``."""
     spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), z_prior="gamma-poisson")
     draws = _successive_conditional(spec, 8000)
     assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
-    assert draws["transfers"].sum() == 0 and draws["absorbs"].sum() == 0  # binary priors' moves
+    assert draws["transfers"].sum() > 500 and draws["absorbs"].sum() > 500
     _assert_prior_moments(spec, draws)
 
 
@@ -157,10 +157,15 @@ class _NoWalkRatio(GammaPoisson):
 
 @pytest.mark.slow
 def test_gamma_poisson_joint_test_has_power(monkeypatch):
-    """Leaving out the walk's ``q(0 | 1) / q(1 | 0) = 1/2`` must be seen far beyond the bound."""
+    """Leaving out the walk's ``q(0 | 1) / q(1 | 0) = 1/2`` must be seen beyond 6 standard errors
+    (the test's bound is 4) on ``K+``, ``alpha`` or a row's total, as long as the test runs."""
     monkeypatch.setattr(model.ModelSpec, "prior", lambda self, ibp_beta=1.0: _NoWalkRatio())
     spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), z_prior="gamma-poisson")
-    draws = _successive_conditional(spec, 3000)
-    mean, se = batch_mean_se(draws["k_plus"])
-    assert (mean - _expected(spec)["k_plus"]) / se > 6.0
+    draws = _successive_conditional(spec, 8000)
+    expected = _expected(spec)
+    z = []
+    for name in ("k_plus", "alpha", "z_row"):
+        mean, se = batch_mean_se(draws[name])
+        z.append((mean - expected[name]) / se)
+    assert max(z) > 6.0, z
 

@@ -182,9 +182,8 @@ def _init(rng: np.random.Generator, spec: ModelSpec, target: Target) -> ChainSta
 
 
 def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: View, prior) -> dict:
-    """The SPEC 2.2 moves on the active dimensions: ``(z, x)`` moves, row transfers, absorb/emit
-    (for a binary prior on ``Z``: they move one "on" between dimensions), then singleton
-    birth/death."""
+    """The SPEC 2.2 moves on the active dimensions: ``(z, x)`` moves, row transfers, absorb/emit,
+    then singleton birth/death; each asks `prior` (the prior on ``Z``) for its ratio."""
     t0 = time.perf_counter()
     counts = w.Z.sum(axis=0).astype(np.int64)
     q = spec.flip_scale
@@ -192,10 +191,10 @@ def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: V
     t_flips = time.perf_counter()
     budget = spec.pair_budget(w.W.shape[1])
     transfers = absorbs = (0, 0)
-    if spec.transfer_min_cos is not None and prior.binary:
+    if spec.transfer_min_cos is not None:
         transfers = view.transfers(rng, w, counts, spec.transfer_min_cos, budget, prior)
     t_transfers = time.perf_counter()
-    if spec.absorb_min_cos is not None and prior.binary:
+    if spec.absorb_min_cos is not None:
         absorbs = view.absorbs(rng, w, counts, spec.absorb_min_cos, budget, prior)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)

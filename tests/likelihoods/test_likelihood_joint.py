@@ -216,8 +216,7 @@ def _run_and_check(
     )
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300
-        if z_prior == "ibp":  # the pair moves are the binary prior's
-            assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
+        assert draws["transfers"].sum() > 300 and draws["absorbs"].sum() > 300
     if max_dims is not None:
         assert draws["k_plus"].max() <= max_dims
     expected = _expected(name.split("+")[0], ibp_on, max_dims, beta_prior, z_prior)

@@ -113,7 +113,7 @@ def _prior_means(data_cols, n_chains, n_sweeps, n=10, alpha=2.0, wrong=False, mo
     spec = model.ModelSpec(
         n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, z_prior="gamma-poisson"
     )
-    means, moved = [], {"births": 0, "deaths": 0, "flips": 0}
+    means, moved = [], {"births": 0, "deaths": 0, "flips": 0, "transfers": 0, "absorbs": 0}
     for seed in range(n_chains):
         rng = np.random.default_rng(seed)
         state = model.init_state(rng, data, spec)
@@ -140,7 +140,7 @@ def test_gamma_poisson_prior_check(data_cols):
     """Eight chains from different seeds; the bound of 4.5 standard errors between chains is the
     t distribution's (7 degrees of freedom) two-sided 0.3%."""
     means, moved = _prior_means(data_cols, 8, 2500)
-    assert min(moved.values()) > 2000, moved  # the moves ran
+    assert min(moved.values()) > 1000, moved  # every move ran
     z = _z_scores(means)
     assert np.all(np.abs(z) < 4.5), z
 

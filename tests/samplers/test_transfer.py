@@ -76,13 +76,14 @@ def test_transfer_log_ratio_is_ibp_odds_times_the_coordinates_prior():
     n, m_dst, m_src = 20, 6, 4
     x_dst, x_src, c = 0.3, -1.1, 1.7
     new_dst, new_src = c * x_src, x_dst / c
-    got = tr.transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, IBP.prior_ratio, IBP.hyper)
+    ibp = (IBP.prior_ratio, IBP.hyper)
+    got = tr.transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, 1, n, *ibp)
     ibp_odds = math.log(m_dst / (n - m_dst)) + math.log((n - m_src) / m_src)
     coords = stats.norm.logpdf([new_dst, new_src]).sum() - stats.norm.logpdf([x_dst, x_src]).sum()
     assert got == pytest.approx(ibp_odds + coords)
     # The reverse transfer (the row now in the old destination, counts shifted by one) has the
     # reciprocal ratio: detailed balance for the involution, whose Jacobian is 1.
-    back = tr.transfer_log_ratio(new_src, new_dst, x_src, x_dst, m_src, m_dst, n, IBP.prior_ratio, IBP.hyper)
+    back = tr.transfer_log_ratio(new_src, new_dst, x_src, x_dst, m_src, m_dst, 1, n, *ibp)
     assert back == pytest.approx(-got)
 
 

@@ -8,14 +8,15 @@ adding ``c x_b`` to ``x_a`` keeps its phase ``x_a w_a + x_b w_b`` when ``w_b = c
 The move, for an ordered pair ``(a, b)`` of active dimensions with ``|cos(w_a, w_b)| >= min_cos``,
 ``c = <w_a, w_b> / |w_a|^2`` (the projection of ``w_b`` on ``w_a``), and a row that uses ``a``:
 
-* absorb (``z_b = 1``, other rows use ``b`` too): ``z_b -> 0``, ``x_a -> x_a + c x_b``;
-* emit (``z_b = 0``): ``z_b -> 1``, ``x_a -> x_a - c x_b``, with ``x_b`` the value the row holds
-  while off (prior ``N(0, 1)``).
+* absorb (``z_b = 1``, other rows use ``b`` too): ``z_b -> 0``, ``x_a -> x_a + c x_b / z_a``;
+* emit (``z_b = 0``): ``z_b -> 1``, ``x_a -> x_a - c x_b / z_a``, with ``x_b`` the value the row
+  holds while off (prior ``N(0, 1)``). ``z_a = 1`` under a binary prior; with counts the move
+  keeps ``h_a + c h_b`` (``h = z x``) and leaves rows with ``z_b > 1`` alone.
 
 ``x_b`` is unchanged, so the map is a shear (Jacobian 1) and each is the other's inverse.
-Acceptance in the exchangeable view (sticks integrated out; ``m`` = other rows using ``b``),
-with the prior on ``Z``'s ratio, a binary prior's (for the IBP, with ``beta`` the two-parameter
-IBP's sharing parameter, 1 for the one-parameter IBP):
+Acceptance in the exchangeable view (the prior's weights integrated out; ``m`` = the other rows'
+sum on ``b``), with the prior on ``Z``'s ratio ``p(z_b' | m) / p(z_b | m)``, for the IBP (with
+``beta`` the two-parameter IBP's sharing parameter, 1 for the one-parameter IBP):
 absorb ``(N - 1 + beta - m)/m * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``,
 emit ``m/(N - 1 + beta - m) * N(x_a'; 0, 1)/N(x_a; 0, 1) * L'/L``.
 The ordered pairs and ``c`` depend on ``W`` only, which the move leaves alone.
@@ -53,14 +54,18 @@ def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int, prior_r
 
 @njit(cache=True)
 def absorb_proposal(X, Z, i, a, b, c, counts):
-    """``(m, new_x_a)`` for row `i`, or ``m = 0`` when the move does not apply."""
-    if Z[i, a] == 0:
+    """``(m, new_x_a)`` for row `i`, or ``m = 0`` when the move does not apply.
+
+    Under a prior with counts the move toggles ``z_b`` between 0 and 1 only, and carries
+    ``c z_b x_b`` into ``h_a = z_a x_a``, so ``x_a`` moves by ``c x_b / z_a``."""
+    z_a = Z[i, a]
+    if z_a == 0:
         return 0, 0.0
     z_b = Z[i, b]
     m = counts[b] - z_b
-    if m == 0:
+    if m == 0 or z_b > 1:
         return 0, 0.0  # absorbing the last user would kill `b`; emitting into an empty column is a birth
-    return m, X[i, a] + c * X[i, b] if z_b == 1 else X[i, a] - c * X[i, b]
+    return m, X[i, a] + c * X[i, b] / z_a if z_b == 1 else X[i, a] - c * X[i, b] / z_a
 
 
 @njit(cache=True)
@@ -100,12 +105,14 @@ def absorb_pairs(
     delta = np.zeros(N)
     tried = acc = 0
     for a, b, c in zip(keep.tolist(), toggle.tolist(), cs.tolist(), strict=True):
-        rows = np.flatnonzero(Z[:, a] == 1)
+        rows = np.flatnonzero((Z[:, a] > 0) & (Z[:, b] <= 1))
         if rows.size == 0:
             continue
         on = Z[rows, b] == 1
+        z_a = Z[rows, a]
         H_rows = X[rows] * Z[rows]
-        H_rows[:, a] = np.where(on, X[rows, a] + c * X[rows, b], X[rows, a] - c * X[rows, b])
+        shift = c * X[rows, b] / z_a
+        H_rows[:, a] = np.where(on, X[rows, a] + shift, X[rows, a] - shift) * z_a
         H_rows[:, b] = np.where(on, 0.0, X[rows, b])
         delta[rows] = target.deltas_at(rows, H_rows, W)
         t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, prior.prior_ratio, prior.hyper, accepted)

@@ -11,14 +11,17 @@ truth's four widely used ones within a few hundred sweeps (docs/sampler.md secti
 The move, for a pair of active dimensions ``(a, b)`` and a row ``i`` that uses exactly one of
 them (its *source*; the other is its *destination*), both used by other rows too:
 
-* ``z_i,src: 1 -> 0``, ``z_i,dst: 0 -> 1`` and ``(x_dst, x_src) -> (c x_src, x_dst / c)`` with
-  ``c = s |w_src| / |w_dst|`` and ``s`` the sign of ``<w_a, w_b>``. The coordinate the row stops
-  using keeps the value it leaves behind (prior ``N(0, 1)`` when off), so the map is an
-  involution: the reverse transfer has ``c`` replaced by ``1 / c``. Its Jacobian is 1.
-* Acceptance, in the exchangeable view with the active sticks integrated out (as for the flips
-  of :mod:`dimension_moves`), with the prior on ``Z``'s ratio (a binary prior's; for the
-  two-parameter IBP with sharing parameter ``beta``, ``beta = 1`` the one-parameter IBP):
-  ``m_-i,dst / (N - 1 + beta - m_-i,dst) * (N - 1 + beta - m_-i,src) / m_-i,src
+* ``z_i,src: v -> 0``, ``z_i,dst: 0 -> v`` (``v = 1`` for a binary prior; a count moves
+  whole, so the row's ``h = z x`` is carried as its ``x`` is) and
+  ``(x_dst, x_src) -> (c x_src, x_dst / c)`` with ``c = s |w_src| / |w_dst|`` and ``s`` the
+  sign of ``<w_a, w_b>``. The coordinate the row stops using keeps the value it leaves behind
+  (prior ``N(0, 1)`` when off), so the map is an involution: the reverse transfer has ``c``
+  replaced by ``1 / c``. Its Jacobian is 1.
+* Acceptance, in the exchangeable view with the prior's weights integrated out (as for the
+  flips of :mod:`dimension_moves`), with the prior on ``Z``'s conditionals (for the
+  two-parameter IBP with sharing parameter ``beta``; ``beta = 1`` the one-parameter IBP):
+  ``p(z_dst = v | m_-i,dst) / p(0 | m_-i,dst) * p(z_src = 0 | m_-i,src) / p(v | m_-i,src)``, for
+  the IBP ``m_-i,dst / (N - 1 + beta - m_-i,dst) * (N - 1 + beta - m_-i,src) / m_-i,src``
   * N(x_dst'; 0, 1) N(x_src'; 0, 1) / (N(x_dst; 0, 1) N(x_src; 0, 1)) * L'/L``.
 * Pairs are those with ``|cos(w_a, w_b)| >= min_cos``; they depend on ``W`` alone, which the
   move leaves unchanged, so the set of moves is the same before and after each one.
@@ -28,8 +31,8 @@ them (its *source*; the other is its *destination*), both used by other rows too
   invariant, and so is the mixture. It bounds the move's cost per sweep at ``O(N max_pairs)`` row
   evaluations where ``K`` dimensions could give ``K(K-1)/2`` aligned pairs.
 
-``K+`` and every other row are unchanged, so the IBP prior of ``Z`` and the counts stay valid
-for the sweep's ``pi | Z`` redraw afterwards.
+``K+`` and every other row are unchanged, so the prior of ``Z`` and the counts stay valid for
+the sweep's redraw of the weights given ``Z`` afterwards.
 """
 
 from __future__ import annotations
@@ -66,14 +69,14 @@ def aligned_pairs(
 
 
 @njit(cache=True)
-def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, prior_ratio, hyper) -> float:
+def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, value, n, prior_ratio, hyper) -> float:
     """Prior part of the log acceptance ratio (module docstring); `m_*` exclude the moving row.
 
-    The prior on ``Z``'s ratio for ``z_dst: 0 -> 1`` and ``z_src: 1 -> 0`` comes from
+    The prior on ``Z``'s ratio for ``z_dst: 0 -> value`` and ``z_src: value -> 0`` comes from
     ``prior_ratio(z, z', m, N, hyper)`` (:class:`ibp_rflvm.priors.FeaturePrior`; the IBP's odds
-    above)."""
+    above, ``value = 1``)."""
     return (
-        prior_ratio(0, 1, m_dst, n, hyper) + prior_ratio(1, 0, m_src, n, hyper)
+        prior_ratio(0, value, m_dst, n, hyper) + prior_ratio(value, 0, m_src, n, hyper)
         - 0.5 * (new_dst * new_dst + new_src * new_src - x_dst * x_dst - x_src * x_src)
     )  # fmt: skip
 
@@ -81,9 +84,9 @@ def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, n, prior_ra
 @njit(cache=True)
 def orient(Z, i, a, b, c):
     """``(src, dst, factor)`` for row `i` and pair ``(a, b)``, or ``src = -1`` if it uses both or neither."""
-    if Z[i, a] == Z[i, b]:
+    if (Z[i, a] > 0) == (Z[i, b] > 0):
         return -1, -1, 0.0
-    if Z[i, a] == 1:
+    if Z[i, a] > 0:
         return a, b, c
     return b, a, 1.0 / c
 
@@ -97,21 +100,25 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, prior_ratio, 
     for i in range(N):
         accepted[i] = False
         src, dst, _ = orient(Z, i, a, b, c)
-        if src < 0 or counts[src] == 1:
+        if src < 0:
             continue
+        value = Z[i, src]
+        if counts[src] == value:
+            continue  # the row owns `src` alone: moving would kill a dimension
         new_dst = x_b[i] if dst == b else x_a[i]
         new_src = x_a[i] if src == a else x_b[i]
         tried += 1
         log_ratio = transfer_log_ratio(
-            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - 1, N, prior_ratio, hyper
-        )
+            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - value, value, N, prior_ratio,
+            hyper,
+        )  # fmt: skip
         if math.log(rng.random()) < log_ratio + delta_ll[i]:
             X[i, a] = x_a[i]
             X[i, b] = x_b[i]
-            Z[i, dst] = 1
+            Z[i, dst] = value
             Z[i, src] = 0
-            counts[dst] += 1
-            counts[src] -= 1
+            counts[dst] += value
+            counts[src] -= value
             accepted[i] = True
             acc += 1
     return tried, acc
@@ -136,17 +143,18 @@ def transfer_pairs(
     for a, b, c in zip(pa.tolist(), pb.tolist(), pc.tolist(), strict=True):
         # Only the rows that use exactly one of the two are scored: with many small
         # dimensions (wide or count data) that is a few rows per pair.
-        rows = np.flatnonzero(Z[:, a] != Z[:, b])
+        rows = np.flatnonzero((Z[:, a] > 0) != (Z[:, b] > 0))
         if rows.size == 0:
             continue
-        from_a = Z[rows, a] == 1
+        from_a = Z[rows, a] > 0
+        value = np.where(from_a, Z[rows, a], Z[rows, b])
         # In either direction the involution is (x_a, x_b) -> (x_b / c_ab, c_ab x_a).
         x_a, x_b = X[:, a].copy(), X[:, b].copy()
         x_a[rows] = X[rows, b] / c
         x_b[rows] = X[rows, a] * c
         H_rows = X[rows] * Z[rows]
-        H_rows[:, a] = np.where(from_a, 0.0, x_a[rows])
-        H_rows[:, b] = np.where(from_a, x_b[rows], 0.0)
+        H_rows[:, a] = np.where(from_a, 0.0, x_a[rows] * value)
+        H_rows[:, b] = np.where(from_a, x_b[rows] * value, 0.0)
         delta[rows] = target.deltas_at(rows, H_rows, W)
         t, n_acc = _transfer_pair(
             rng, X, Z, a, b, c, x_a, x_b, delta, counts, prior.prior_ratio, prior.hyper, accepted

@@ -178,7 +178,8 @@ def transfer_rows(
             src, dst, c = orient(Z, i, pa[p], pb[p], pc[p])
             if src < 0:
                 continue
-            m_src = counts[src] - 1
+            value = Z[i, src]
+            m_src = counts[src] - value
             m_dst = counts[dst]
             if m_src == 0:
                 continue  # the row owns `src` alone: moving would kill a dimension
@@ -188,23 +189,23 @@ def transfer_rows(
             for k in range(K):
                 h[k] = X[i, k] * Z[i, k]
             h[src] = 0.0
-            h[dst] = new_dst
+            h[dst] = new_dst * value
             row_features(h, W, bias, phi_new)
             ll_new = eval_row(
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             tried += 1
             log_ratio = transfer_log_ratio(
-                X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, N, prior_ratio, hyper
+                X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, value, N, prior_ratio, hyper
             )
             if log_u < log_ratio + ll_new - state[1]:
                 commit_row(Y[i], A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, Phi[i], phi_new)
                 X[i, dst] = new_dst
                 X[i, src] = new_src
-                Z[i, dst] = 1
+                Z[i, dst] = value
                 Z[i, src] = 0
-                counts[dst] += 1
-                counts[src] -= 1
+                counts[dst] += value
+                counts[src] -= value
                 acc += 1
                 prepare_row(Phi[i], A, P, v, r)
     return tried, acc
@@ -233,7 +234,7 @@ def absorb_rows(
             log_u = math.log(rng.random())
             for k in range(K):
                 h[k] = X[i, k] * Z[i, k]
-            h[a] = new_a
+            h[a] = new_a * Z[i, a]
             h[b] = 0.0 if z_b == 1 else X[i, b]
             row_features(h, W, bias, phi_new)
             ll_new = eval_row(
