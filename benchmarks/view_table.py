@@ -16,10 +16,18 @@
     The PBMC example's picture (examples/single_cell.py's fit through the AnnData tool): 5-NN
     accuracy and Leiden ARI of the view beside PCA's two components, ``embedding(2)`` and t-SNE
     of the log-normalised counts, each Leiden on ``sc.pp.neighbors`` of the picture's columns.
+``python benchmarks/view_table.py perplexity [SET ...] [--seeds 3]``
+    The view's perplexity chosen by measurement (issue 48): 1-NN and 5-NN accuracy of the view of
+    each stored fit (the 100-sweep one where a set has two; PBMC's from the ``pbmc`` stage, with
+    the Leiden ARI of its picture too) at each perplexity of ``PERPLEXITY_GRID`` and of each rule
+    of ``PERPLEXITY_RULES``, over t-SNE seeds (:func:`seeded_tsne`). Results are merged into
+    ``results/view/perplexity.json`` and the summary covers every set stored there (``--summary``
+    prints it without computing).
 ``python benchmarks/view_table.py table [DATASET ...]``
     Prints 1-NN and 5-NN accuracy (Table 3's stratified 5-fold split) of PCA(2), the posterior
     embedding at d = 2, the GPLVM's 2-D latent, t-SNE(2) of the standardised (log1p) data and the
-    view, with the full ``embedding_`` for reference, and the view's seconds.
+    view (t-SNE of the data also at the view's perplexity, the view also at the former default 30),
+    with the full ``embedding_`` for reference, and the view's seconds.
 
 Every figure is printed beside the command that made it. ``IBP_RFLVM_DATA`` names the data.
 """
@@ -40,10 +48,19 @@ from ibp_rflvm.evaluation.cells import build_estimator, dataset_arrays, split_fo
 from ibp_rflvm.evaluation.experiments import RunConfig, _dataset_kind, model_seed
 from ibp_rflvm.evaluation.latent_report import pca_scores
 from ibp_rflvm.evaluation.metrics import knn_accuracy, knn_seed
-from ibp_rflvm.view import tsne_view
+from ibp_rflvm.view import PERPLEXITY, _start, tsne_view
 
 OUT = Path("results/view")
 DATASETS = ("cancer", "mice", "olivetti", "congress", "spam", "newsgroups")
+#: Perplexities the ``perplexity`` stage scores, and the rules from the number of rows it scores
+#: beside them (each rule's value is clipped to (N - 1) / 3 like any perplexity).
+PERPLEXITY_GRID = (5.0, 10.0, 15.0, 20.0, 30.0, 50.0)
+PERPLEXITY_RULES = {
+    "N/100 in [5, 50]": lambda n: float(np.clip(n / 100.0, 5.0, 50.0)),
+    "N/50 in [5, 50]": lambda n: float(np.clip(n / 50.0, 5.0, 50.0)),
+}
+#: A seeded start's noise, as a share of the view's start's scale (see seeded_tsne).
+START_NOISE = 0.1
 COMMAND = "PYTHONPATH=src OPENBLAS_NUM_THREADS=1 python benchmarks/view_table.py"
 
 
@@ -135,13 +152,15 @@ def table(datasets: list[str], suffix: str = "") -> None:
             reps["GPLVM 2-D"] = (g["latent"], f"{int(g['iters'])} iterations")
         data = standardised(Y_train, counts)
         t0 = time.perf_counter()
-        reps["t-SNE(2) of data"] = (tsne_view(data, 2, 0), "perplexity 30")
+        reps["t-SNE(2) of data"] = (tsne_view(data, 2, 0, 30.0), "perplexity 30")
         data_s = time.perf_counter() - t0
+        reps[f"t-SNE(2) of data, perplexity {PERPLEXITY:g}"] = (
+            tsne_view(data, 2, 0, PERPLEXITY), "the view's perplexity")
         t0 = time.perf_counter()
         v = tsne_view(emb, 2, 0)
         view_s = time.perf_counter() - t0
-        reps["view (t-SNE of embedding_)"] = (v, "perplexity 30 (the default)")
-        reps["view, perplexity 10"] = (tsne_view(emb, 2, 0, 10.0), "sensitivity")
+        reps["view (t-SNE of embedding_)"] = (v, f"perplexity {PERPLEXITY:g} (the default)")
+        reps["view, perplexity 30"] = (tsne_view(emb, 2, 0, 30.0), "the default before 2026-11-27")
         reps[f"embedding_ (d = {emb.shape[1]})"] = (emb, "reference")
         reps["the data, all columns"] = (data, "reference: " + ("log1p" if counts else "standardised"))
         print(f"\n## {d} ({Y_train.shape[0]} x {Y_train.shape[1]}; fit {int(ibp['sweeps'])} sweeps, "
@@ -152,6 +171,137 @@ def table(datasets: list[str], suffix: str = "") -> None:
             a1 = knn_accuracy(X, labels, 1, random_state=seed)
             a5 = knn_accuracy(X, labels, 5, random_state=seed)
             print(f"| {name} | {a1:.3f} | {a5:.3f} | {note} |", flush=True)
+
+
+def seeded_tsne(X: np.ndarray, perplexity: float, seed: int) -> np.ndarray:
+    """The view's t-SNE of `X` at `perplexity`, at t-SNE seed `seed`.
+
+    Seed 0 is the view itself (``tsne_view(X, 2, 0, perplexity)``). The view draws nothing (its
+    start is `X`'s principal axes), so to see how much a score owes to where one optimisation
+    happens to end, seed s > 0 starts the same t-SNE from the view's start plus Gaussian noise
+    (``START_NOISE`` of the start's first column's standard deviation, drawn with seed s).
+    """
+    if seed == 0:
+        return tsne_view(X, 2, 0, perplexity)
+    from sklearn.manifold import TSNE
+
+    init = _start(X, 2)
+    init = init + np.random.default_rng(seed).standard_normal(init.shape) * START_NOISE * init[:, 0].std()
+    perp = min(float(perplexity), (X.shape[0] - 1) / 3.0)
+    tsne = TSNE(n_components=2, perplexity=perp, init=init, random_state=seed, learning_rate="auto",
+                method="barnes_hut")
+    with threadpool_limits(limits=1):
+        return tsne.fit_transform(X)
+
+
+def _view_fit(dataset: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """`embedding_` of the stored fit the perplexity stage views, its labels and a note."""
+    if dataset == "pbmc":
+        if not (OUT / "pbmc.ibp.npz").exists():
+            sys.exit(f"pbmc: no stored fit; run {COMMAND} pbmc first (it stores {OUT}/pbmc.ibp.npz)")
+        z = np.load(OUT / "pbmc.ibp.npz")
+        return z["embedding"], z["labels"], f"pbmc.ibp.npz, {int(z['sweeps'])} sweeps"
+    _, labels, digest = _training(dataset)
+    name = next(f for f in (f"{dataset}.ibp-100.npz", f"{dataset}.ibp.npz") if (OUT / f).exists())
+    z = np.load(OUT / name)
+    if str(z["mask_digest"]) != digest:
+        sys.exit(f"{dataset}: stored fit is not of trial 0's training matrix")
+    return z["scores"][:, : int(z["own_d"])], labels, f"{name}, {int(z['sweeps'])} sweeps"
+
+
+def _pbmc_scorer(labels: np.ndarray):
+    """PBMC's scores of a picture: the example's 1-NN and 5-NN and its Leiden ARI (clusters)."""
+    import anndata
+    import scanpy as sc
+
+    sys.path.insert(0, "examples")
+    import single_cell as ex
+
+    sc.settings.verbosity = 0
+
+    def score(V: np.ndarray) -> dict:
+        adata = anndata.AnnData(X=np.zeros((V.shape[0], 1)))
+        adata.obsm["X_v"] = V
+        ari, k = ex.leiden_ari(adata, ex.scanpy_graph(adata, "X_v", ex.N_NEIGHBORS), labels)
+        return {"1-NN": ex.knn_accuracy(V, labels, 1), "5-NN": ex.knn_accuracy(V, labels, 5),
+                "ARI": ari, "clusters": int(k)}
+
+    return score
+
+
+def perplexity_sweep(datasets: list[str], seeds: int) -> None:
+    store = OUT / "perplexity.json"
+    results = json.loads(store.read_text()) if store.exists() else {}
+    for d in datasets:
+        X, labels, note = _view_fit(d)
+        n = X.shape[0]
+        if d == "pbmc":
+            score = _pbmc_scorer(labels)
+        else:
+            split = knn_seed(d, 0)
+
+            def score(V: np.ndarray, labels=labels, split=split) -> dict:
+                return {k: knn_accuracy(V, labels, int(k[0]), random_state=split) for k in ("1-NN", "5-NN")}
+
+        settings = {f"{p:g}": p for p in PERPLEXITY_GRID}
+        settings.update({rule: f(n) for rule, f in PERPLEXITY_RULES.items()})
+        done: dict[float, dict] = {}
+        rows = {}
+        print(f"\n## {d} ({n} rows, d = {X.shape[1]}; {note})", flush=True)
+        for name, p in settings.items():
+            p_eff = min(p, (n - 1) / 3.0)
+            if p_eff not in done:
+                per_seed, secs = [], []
+                for s in range(seeds):
+                    t0 = time.perf_counter()
+                    V = seeded_tsne(X, p_eff, s)
+                    secs.append(time.perf_counter() - t0)
+                    per_seed.append(score(V))
+                done[p_eff] = {"perplexity": p_eff, "seconds": float(np.mean(secs)),
+                               "scores": {k: [r[k] for r in per_seed] for k in per_seed[0]}}
+            rows[name] = done[p_eff]
+            sc_ = done[p_eff]["scores"]
+            print(f"  {name} (perplexity {p_eff:.3g}): " + ", ".join(
+                f"{k} {' '.join(f'{v:.3f}' if k != 'clusters' else str(v) for v in vals)}"
+                for k, vals in sc_.items()) + f"; {done[p_eff]['seconds']:.1f} s per map", flush=True)
+        results[d] = {"rows": n, "fit": note, "seeds": seeds, "settings": rows}
+        store.write_text(json.dumps(results, indent=1) + "\n")
+    _perplexity_summary(results)
+
+
+def _perplexity_summary(results: dict) -> None:
+    """Mean over seeds and the seeds' range of each set and setting, and each setting's change
+    from perplexity 30 averaged over the sets (its worst set beside it)."""
+    sets = [d for d in (*DATASETS, "pbmc") if d in results]
+    names = list(results[sets[0]]["settings"])
+    print(f"\ncommand: {COMMAND} perplexity {' '.join(sets)}\n")
+    print(f"1-NN / 5-NN: mean over {results[sets[0]]['seeds']} t-SNE seeds (seed 0 the view itself; "
+          f"the seeds' range in brackets); each rule's perplexity on the set in square brackets\n")
+    print("| perplexity | " + " | ".join(f"{d} ({results[d]['rows']})" for d in sets)
+          + " | change from 30, mean over sets (worst set) |")
+    print("|---" * (len(sets) + 2) + "|")
+    for name in names:
+        cells, diffs = [], {"1-NN": [], "5-NN": []}
+        for d in sets:
+            row = results[d]["settings"][name]
+            base = results[d]["settings"]["30"]["scores"]
+            parts = []
+            for k in ("1-NN", "5-NN"):
+                v = np.asarray(row["scores"][k])
+                parts.append(f"{v.mean():.3f} ({np.ptp(v):.3f})")
+                diffs[k].append(v.mean() - np.mean(base[k]))
+            rule = "" if name[0].isdigit() else f" [{row['perplexity']:.3g}]"
+            cells.append(" / ".join(parts) + rule)
+        change = " / ".join(f"{np.mean(v):+.4f} ({min(v):+.3f})" for v in diffs.values())
+        print(f"| {name} | " + " | ".join(cells) + f" | {change} |")
+    if "pbmc" in sets:
+        print("\nPBMC's Leiden ARI (clusters), mean over seeds (range):\n")
+        print("| perplexity | ARI | clusters |\n|---|---|---|")
+        for name in names:
+            r = results["pbmc"]["settings"][name]["scores"]
+            print(f"| {name} [{results['pbmc']['settings'][name]['perplexity']:.3g}] | "
+                  f"{np.mean(r['ARI']):.3f} ({np.ptp(r['ARI']):.3f}) | "
+                  f"{np.mean(r['clusters']):.1f} ({min(r['clusters'])}-{max(r['clusters'])}) |")
 
 
 def scale(rows: int, sweeps: int) -> None:
@@ -197,13 +347,16 @@ def pbmc(sweeps: int, seed: int) -> None:
     t0 = time.perf_counter()
     ibp_rflvm(adata, model=model, n_neighbors=ex.N_NEIGHBORS)
     fit_s = time.perf_counter() - t0
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(OUT / "pbmc.ibp.npz", embedding=model.embedding_, labels=labels, sweeps=sweeps,
+                        seed=seed, fit_seconds=fit_s)
     t0 = time.perf_counter()
     adata.obsm["X_view"] = view(model)
     view_s = time.perf_counter() - t0
     logn = ex.log_normalised(counts)
     adata.obsm["X_pca2"] = ex.pca(logn, 2)
     adata.obsm["X_emb2"] = model.embedding(2)
-    adata.obsm["X_tsne_data"] = tsne_view(logn, 2, 0)
+    adata.obsm["X_tsne_data"] = tsne_view(logn, 2, 0, 30.0)
     adata.obsm["X_pca_D"] = ex.pca(logn, model.latent_.shape[1])
     print(f"command: {COMMAND} pbmc --sweeps {sweeps} --seed {seed}")
     print(f"PBMC {counts.shape}, {sweeps} sweeps, seed {seed}: fit {fit_s:.0f} s, view {view_s:.1f} s; "
@@ -235,6 +388,11 @@ def main() -> None:
     b = sub.add_parser("pbmc")
     b.add_argument("--sweeps", type=int, default=200)
     b.add_argument("--seed", type=int, default=0)
+    q = sub.add_parser("perplexity")
+    q.add_argument("datasets", nargs="*", metavar="SET",
+                   help=f"of {', '.join(DATASETS)}, pbmc (default: all)")
+    q.add_argument("--seeds", type=int, default=3)
+    q.add_argument("--summary", action="store_true", help="print the stored results' summary only")
     t = sub.add_parser("table")
     t.add_argument("datasets", nargs="*", default=list(DATASETS))
     t.add_argument("--suffix", default="", help="score DATASET.ibpSUFFIX.npz")
@@ -245,6 +403,14 @@ def main() -> None:
         gplvm(args.dataset, args.iters, args.reuse)
     elif args.stage == "pbmc":
         pbmc(args.sweeps, args.seed)
+    elif args.stage == "perplexity":
+        if args.summary:
+            _perplexity_summary(json.loads((OUT / "perplexity.json").read_text()))
+        else:
+            unknown = set(args.datasets) - {*DATASETS, "pbmc"}
+            if unknown:
+                sys.exit(f"perplexity: unknown sets {sorted(unknown)}")
+            perplexity_sweep(args.datasets or [*DATASETS, "pbmc"], args.seeds)
     elif args.stage == "scale":
         scale(args.rows, args.sweeps)
     else:

@@ -23,6 +23,7 @@ from ibp_rflvm import IBPRFLVM
 from ibp_rflvm._validation import MAX_GAUSSIAN, SCALE_RANGE
 from ibp_rflvm.diagnostics import RHAT_DISAGREE
 from ibp_rflvm.embedding import EMBEDDING_MAX_DRAWS, VARIANCE_SHARE
+from ibp_rflvm.view import PERPLEXITY
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "docs").glob("*.md"))))
@@ -82,6 +83,11 @@ def test_embedding_share_and_draws():
     assert shares and {int(v) for _, v in shares} == {round(100 * VARIANCE_SHARE)}
     draws = quoted(r"kept samples thinned evenly to at most (\d+)")
     assert draws and {int(v) for _, v in draws} == {EMBEDDING_MAX_DRAWS}
+
+
+def test_view_perplexity():
+    found = quoted(r"t-SNE map \(perplexity (\d+)")
+    assert found and {float(v) for _, v in found} == {PERPLEXITY}
 
 
 def _requirement_name(req: str) -> str:

@@ -358,9 +358,10 @@ class PosteriorEmbeddingMixin:
     def view(self, n_components: int = 2, random_state: int = 0) -> np.ndarray:
         """A 2-D (or 3-D) picture of the training rows that keeps the posterior's neighbourhoods.
 
-        A t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`): near rows are near under
-        the posterior kernel; distances between clusters mean nothing. The same fit gives the
-        same picture. Computed on first use and kept (:doc:`/embedding`, section 4).
+        A t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`, perplexity 10, chosen by
+        measurement there): near rows are near under the posterior kernel; distances between
+        clusters mean nothing. The same fit gives the same picture. Computed on first use and
+        kept (:doc:`/embedding`, section 4).
 
         Parameters
         ----------
