@@ -177,3 +177,11 @@ def test_make_prior_names_and_rates():
     assert make_prior("ibp").binary and not make_prior("gamma-poisson").binary
     with pytest.raises(ValueError, match="rate must be a positive number"):
         GammaPoisson(0.0)
+
+
+def test_jax_backend_refuses_the_gamma_poisson_prior():
+    pytest.importorskip("jax")
+    Y = np.random.default_rng(0).poisson(2.0, size=(20, 4)).astype(float)
+    est = IBPRFLVM(likelihood="negbinom", backend="jax", z_prior="gamma-poisson", n_iter=2)
+    with pytest.raises(ValueError, match="z_prior='gamma-poisson' runs on backend='numba'"):
+        est.fit(Y)
