@@ -44,7 +44,7 @@ def run(state, rng_state, data, spec, n: int, bit_generator) -> tuple[float, flo
 def digest(state) -> str:
     """A short digest of the final state, to check that a change leaves the chain bit-identical."""
     h = hashlib.sha256()
-    for a in (state.X, state.Z, state.W, state.zeta, *sorted(state.params.items())):
+    for a in (state.X, state.Z, state.W, state.zeta, *sorted(state.params.arrays().items())):
         h.update(np.ascontiguousarray(a[1] if isinstance(a, tuple) else a).tobytes())
     h.update(np.float64(state.loglik).tobytes())
     return h.hexdigest()[:12]

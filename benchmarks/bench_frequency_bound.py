@@ -48,7 +48,7 @@ def main() -> None:
             state, _info = model.sweep(rng, state, data, spec)
         lik, H = spec.likelihood, state.X * state.Z
         fs0 = factorised.FactorisedState(
-            state.X, state.Z, state.W, spec.bias, state.params["beta"], lik, state.params, data.prep
+            state.X, state.Z, state.W, spec.bias, state.params.beta, lik, state.params, data.prep
         )
         print(f"state after 3 sweeps: K+ {state.k_plus}, {args.threads} thread(s)")
         exact_passes = 0

@@ -87,7 +87,7 @@ def _same_twice(kernel, seed: int) -> bool:
         state = kernel.init(rng)
         for _ in range(2):
             state, _ = kernel.step(rng, state)
-        finals.append((state.X, state.Z, state.W, state.params["beta"]))
+        finals.append((state.X, state.Z, state.W, state.params.beta))
     return all(np.array_equal(a, b) for a, b in zip(*finals, strict=True))
 
 

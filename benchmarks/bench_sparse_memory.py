@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import platform
 import tracemalloc
+from dataclasses import fields
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,9 +37,11 @@ def held_arrays(model) -> dict[str, int]:
     if data.prep is not None:
         found["prep.Y0"] = data.prep.Y0.nbytes
         found["prep.observed"] = data.prep.observed.nbytes
-        for name, value in data.prep.extra.items():
-            if isinstance(value, np.ndarray) and value.size >= n_entries // 20:
-                found[f"prep.extra[{name!r}]"] = value.nbytes
+        for f in fields(data.prep):
+            value = getattr(data.prep, f.name)
+            big = isinstance(value, np.ndarray) and value.size >= n_entries // 20
+            if f.name not in ("Y0", "observed") and big:
+                found[f"prep.{f.name}"] = value.nbytes
     found["Data.missing (indices)"] = sum(idx.nbytes for idx in data.missing)
     found["reconstruction_"] = model.reconstruction_.nbytes
     sums = [res.record.reconstruction_sum for res in model.posterior_.chains]

@@ -52,7 +52,7 @@ def _record(out: dict, key: str, est) -> None:
     state = est.state_
     for name in ("X", "Z", "W"):
         out[f"{key}/state_{name}"] = np.asarray(getattr(state, name))
-    out[f"{key}/state_weights"] = np.asarray(state.params["beta"])
+    out[f"{key}/state_weights"] = np.asarray(state.params.beta)
 
 
 def fits(n_rows: int) -> dict[str, np.ndarray]:

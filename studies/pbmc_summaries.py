@@ -45,8 +45,8 @@ def blocks(model, kind: str, depth: float, n_genes: int) -> list[np.ndarray]:
     samples, weights, _ = embedding_samples(model.posterior_)
     out = []
     for sample, w in zip(samples, weights, strict=True):
-        F = feature_map(sample.H, sample.W, model.spec_.bias) @ sample.params["beta"]
-        r = sample.params["r"][None, :]
+        F = feature_map(sample.H, sample.W, model.spec_.bias) @ sample.params.beta
+        r = sample.params.r[None, :]
         mean = r * np.exp(F)  # NB mean at size factor 1 (log-odds F, dispersion r)
         if kind == "signal":
             B = F

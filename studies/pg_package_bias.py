@@ -46,7 +46,7 @@ def shapes_and_tilts(Y: np.ndarray, sweeps: int, seed: int) -> tuple[np.ndarray,
     st = m.state_
     n = Y.sum(axis=1)
     informative = n > 0  # every entry is observed, so every row has all categories
-    full = feature_map(st.H[informative], st.W, True) @ st.params["beta"]
+    full = feature_map(st.H[informative], st.W, True) @ st.params.beta
     total = logsumexp(full, axis=1)
     psi = full[:, :-1]  # the last category is the fixed reference, never drawn
     # xi_ij = log(sum_{j' != j} exp(psi_ij')), from the row's total without category j

@@ -211,5 +211,5 @@ def test_several_chains_write_the_best_chain_and_the_weighted_posterior(adata):
     np.testing.assert_array_equal(info["log_likelihood"], model.log_likelihood_)
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_sample"], model.latent_)
     # The dispersion is the mixture's mean: each chain's samples share that chain's weight.
-    r = np.array([smp.params["r"] for smp in post.samples])
+    r = np.array([smp.params.r for smp in post.samples])
     np.testing.assert_allclose(adata.var["ibp_rflvm_dispersion"], post.sample_weights @ r, rtol=1e-12)

@@ -71,7 +71,7 @@ def _assert_same_chains(a, b):
     assert len(a.posterior_.samples) == len(b.posterior_.samples)
     for sa, sb in zip(a.posterior_.samples, b.posterior_.samples, strict=True):
         np.testing.assert_array_equal(sa.H, sb.H)
-        np.testing.assert_array_equal(sa.params["beta"], sb.params["beta"])
+        np.testing.assert_array_equal(sa.params.beta, sb.params.beta)
 
 
 def _worker_processes(pid: int) -> list[int]:

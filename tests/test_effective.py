@@ -18,6 +18,7 @@ from ibp_rflvm.effective import (
 )
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.model import Data, ModelSpec
 from ibp_rflvm.targets.collapsed import loglik_direct
@@ -35,7 +36,7 @@ def _gaussian_problem(seed: int = 0):
     data = Data.from_array(Y)
     Phi = feature_map(H, W)
     beta = np.linalg.solve(Phi.T @ Phi + np.eye(2 * M), Phi.T @ np.where(data.observed, Y, 0.0))
-    return H, W, {"beta": beta}, data, ModelSpec(n_frequencies=M)
+    return H, W, LikelihoodParams(beta=beta), data, ModelSpec(n_frequencies=M)
 
 
 def test_near_zero_dimension_is_not_effective():
@@ -47,7 +48,7 @@ def test_near_zero_dimension_is_not_effective():
     assert np.all(imp[:2] > 20 * DEFAULT_THRESHOLD * n_obs), imp
     assert effective_dimensions(imp, n_obs) == 2
     # Removal is deletion: the collapsed marginal without a dimension, on the completed data.
-    Yc = np.where(data.observed, data.Y, feature_map(H, W) @ params["beta"])
+    Yc = np.where(data.observed, data.Y, feature_map(H, W) @ params.beta)
     full = loglik_direct(feature_map(H, W), Yc, spec.likelihood.prior)
     without0 = loglik_direct(feature_map(H[:, 1:], W[:, 1:]), Yc, spec.likelihood.prior)
     assert imp[0] == pytest.approx(full - without0, rel=1e-10)
@@ -78,7 +79,7 @@ def test_importance_is_the_difference_of_direct_logliks_for_counts():
         return poisson.logpmf(np.where(obs, Y, 0), rate)[obs].sum()
 
     expected = [brute(H, W) - brute(np.delete(H, d, 1), np.delete(W, d, 1)) for d in range(K)]
-    imp = dimension_importance(H, W, {"beta": beta}, data, spec)
+    imp = dimension_importance(H, W, LikelihoodParams(beta=beta), data, spec)
     np.testing.assert_allclose(imp, expected, rtol=1e-9, atol=1e-8)
     assert np.all(imp > 0)  # the data were generated from all three dimensions
     # The threshold is per observed entry, and strict.
@@ -102,7 +103,7 @@ def test_gain_is_the_drop_to_no_latent_dimensions():
     H, W, params, data, spec = _gaussian_problem()
     imp, gain = importance_and_gain(H, W, params, data, spec)
     np.testing.assert_array_equal(imp, dimension_importance(H, W, params, data, spec))
-    Yc = np.where(data.observed, data.Y, feature_map(H, W) @ params["beta"])
+    Yc = np.where(data.observed, data.Y, feature_map(H, W) @ params.beta)
     full = loglik_direct(feature_map(H, W), Yc, spec.likelihood.prior)
     none = loglik_direct(feature_map(np.zeros_like(H), W), Yc, spec.likelihood.prior)
     assert gain == pytest.approx(full - none, rel=1e-10)
@@ -130,7 +131,7 @@ def test_share_counts_dimensions_of_sparse_counts_the_absolute_threshold_misses(
     spec = ModelSpec(n_frequencies=M, bias=True, likelihood=lik)
     Y = rng.poisson(np.exp(feature_map(H, W, True) @ beta)).astype(float)
     data = Data.from_array(Y, lik)
-    imp, gain = importance_and_gain(H, W, {"beta": beta}, data, spec)
+    imp, gain = importance_and_gain(H, W, LikelihoodParams(beta=beta), data, spec)
     n_obs = int(data.observed.sum())
     assert effective_dimensions(imp, n_obs) == 0
     assert effective_share(imp, gain) == 2

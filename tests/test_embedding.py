@@ -10,6 +10,7 @@ from ibp_rflvm.embedding import (
     fit_embedding,
     sample_block,
 )
+from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.mcmc.record import Sample
 
 
@@ -18,7 +19,7 @@ def _sample(rng, N=40, K=3, M=8, J=5, bias=True):
     Z = (rng.random((N, K)) < 0.7).astype(float)
     L = 2 * M + int(bias)
     W = rng.standard_normal((M, K))
-    return Sample(X * Z, W, {"beta": rng.standard_normal((L, J))}, np.full(K, 0.5))
+    return Sample(X * Z, W, LikelihoodParams(beta=rng.standard_normal((L, J))), np.full(K, 0.5))
 
 
 def _embed(samples, kind, weights=None, **kw):
@@ -129,9 +130,9 @@ def test_row_centring_ignores_an_offset_the_likelihood_cannot_see():
     # a sample whose predictors differ only by such offsets gives the same embedding.
     rng = np.random.default_rng(4)
     smp = _sample(rng)
-    shifted = smp._replace(params={"beta": smp.params["beta"].copy()})
+    shifted = smp._replace(params=LikelihoodParams(beta=smp.params.beta.copy()))
     # Feature 0's weights moved alike in every column: row i's predictors all move by 3 Phi_i0.
-    shifted.params["beta"][0] += 3.0
+    shifted.params.beta[0] += 3.0
     plain = [sample_block(s, True, "signal") for s in (smp, shifted)]
     assert not np.allclose(fit_embedding(plain[:1]).scores, fit_embedding(plain[1:]).scores)
     centred = [fit_embedding([sample_block(s, True, "signal", centre_rows=True)]) for s in (smp, shifted)]

@@ -37,7 +37,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
         Phi = state.phi(spec.bias)
-        beta, sigma2 = state.params["beta"], state.params["sigma2"]
+        beta, sigma2 = state.params.beta, state.params.sigma2
         fresh = Phi @ beta + np.sqrt(sigma2) * rng.standard_normal((N, J))
         Y_new = np.where(data.observed, fresh, np.nan)
         data = model.Data.from_array(Y_new)
@@ -55,7 +55,7 @@ def _successive_conditional(spec, n_sweeps, seed=0):
         out["z_row"].append(state.Z.sum(axis=1).mean())
         out["x2"].append(np.sum(state.X**2 - 1.0))
         out["logsig"].append(np.mean(np.log(sigma2)))
-        beta, sigma2 = state.params["beta"], state.params["sigma2"]
+        beta, sigma2 = state.params.beta, state.params.sigma2
         out["beta2"].append(np.sum(beta**2 / sigma2 - 1.0))
         out["w_in"].append(np.sum((np.abs(state.W) < 1.0) - P_W_INSIDE))
     return {k: np.asarray(v[500:], dtype=float) for k, v in out.items()}

@@ -46,14 +46,14 @@ def _assert_same(a, b):
         np.testing.assert_array_equal(getattr(a.state, name), getattr(b.state, name), err_msg=name)
     for name in ("alpha", "eta", "loglik", "sweep"):
         assert getattr(a.state, name) == getattr(b.state, name), name
-    assert a.state.params.keys() == b.state.params.keys()
-    for key, value in a.state.params.items():
-        np.testing.assert_array_equal(value, b.state.params[key], err_msg=key)
+    assert a.state.params.arrays().keys() == b.state.params.arrays().keys()
+    for key, value in a.state.params.arrays().items():
+        np.testing.assert_array_equal(value, b.state.params.arrays()[key], err_msg=key)
     for name in ("loglik", "n_active", "alpha", "eta", "n_components"):
         assert getattr(a.record, name) == getattr(b.record, name), name
     for sa, sb in zip(a.record.samples, b.record.samples, strict=True):
         np.testing.assert_array_equal(sa.H, sb.H)
-        np.testing.assert_array_equal(sa.params["beta"], sb.params["beta"])
+        np.testing.assert_array_equal(sa.params.beta, sb.params.beta)
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ def test_estimators_n_threads_gives_the_same_fit(cls):
     a = cls(n_threads=1, **kw).fit(data.Y)
     b = cls(n_threads=2, **kw).fit(data.Y)
     np.testing.assert_array_equal(a.log_likelihood_, b.log_likelihood_)
-    np.testing.assert_array_equal(a.state_.params["beta"], b.state_.params["beta"])
+    np.testing.assert_array_equal(a.state_.params.beta, b.state_.params.beta)
     assert a.get_params()["n_threads"] == 1
 
 
@@ -183,7 +183,7 @@ def test_fit_spanning_two_row_blocks_of_the_code_is_the_same_on_1_and_2_threads(
     b = IBPRFLVM(n_threads=2, **kw).fit(Y)
     np.testing.assert_array_equal(a.log_likelihood_, b.log_likelihood_)
     np.testing.assert_array_equal(a.state_.X, b.state_.X)
-    np.testing.assert_array_equal(a.state_.params["r"], b.state_.params["r"])
+    np.testing.assert_array_equal(a.state_.params.r, b.state_.params.r)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True])

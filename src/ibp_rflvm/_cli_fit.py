@@ -14,11 +14,15 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._validation import _indices, labelled
 from .io import Table, read_table, write_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .estimator import IBPRFLVM, RFLVM
 
 #: The checkpoint's file name: a zip of .npy arrays and JSON (ibp_rflvm.checkpoint), no pickle.
 CHECKPOINT_NAME = "checkpoint.zip"
@@ -254,22 +258,27 @@ def readable_warnings(prog: str) -> Iterator[None]:
             arviz_log.setLevel(level)
 
 
-def write_results(model, table: Table, out: Path, title: str, source: str):
+def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, source: str):
     """Every output file of a fit (`title` names the model, `source` the data); the lines to
     print about which chain each comes from, and the summary table."""
-    from ._validation import resolve_burn_in
+    from .diagnostics import summary as diagnostics_summary
+    from .diagnostics import to_inference_data
+    from .dimensions import k_plus_posterior
     from .plots import k_plus_plot, latent_heatmaps
     from .view import MIN_ROWS as VIEW_MIN_ROWS
 
+    # The chains, their weights and traces are the fit's Posterior; the estimator gives only
+    # what it derives from it (latent_, the embedding and its view).
+    post = model.posterior_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ warns about few draws on short runs
-        model.to_inference_data().to_netcdf(str(out / "samples.nc"))
-        summary = model.summary()
+        to_inference_data(post, owner=type(model).__name__).to_netcdf(str(out / "samples.nc"))
+        summary = diagnostics_summary(post)
     summary.to_csv(out / "summary.csv")
-    best = int(model.best_chain_)
-    weights = np.asarray(model.chain_weights_, dtype=float)
+    best = post.best_chain
+    weights = np.asarray(post.weights, dtype=float)
     n_chains = weights.size
-    k_final = model.traces_["n_active"][:, -1].astype(int)
+    k_final = post.traces["n_active"][:, -1].astype(int)
     latent = model.latent_
     index_label = table.index_label or "row"
     write_table(out / "latent.csv", latent, [f"dim{k + 1}" for k in range(latent.shape[1])], table.rows,
@@ -281,20 +290,20 @@ def write_results(model, table: Table, out: Path, title: str, source: str):
     if latent.shape[0] >= VIEW_MIN_ROWS:
         picture = model.view()
         write_table(out / "view.csv", picture, ["view1", "view2"], table.rows, index_label)
-    dims = "K+" if hasattr(model, "init_dims") else "D"  # the dense RFLVM has n_components instead
+    dims = "K+" if post.spec.ibp else "D"  # the dense RFLVM has a fixed number
     which = f"chain {best}"
     if n_chains > 1:
         which += f" of {n_chains}, stacking weight {weights[best]:.2f}, the largest"
     latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, {dims} = {k_final[best]}"], None,
                     out / "latent_space.png", suptitle=source, embeddings=[picture])  # fmt: skip
-    starts = np.asarray(model.chain_starts_, dtype=int)
+    starts = np.asarray(post.chain_starts, dtype=int)
     traces = {
-        f"chain {c} (from {starts[c]}, weight {weights[c]:.2f})": model.traces_["n_active"][c]
+        f"chain {c} (from {starts[c]}, weight {weights[c]:.2f})": post.traces["n_active"][c]
         for c in range(n_chains)
     }
     combined = "all chains, stacking-weighted" if n_chains > 1 else "chain 0"
-    burn = resolve_burn_in(model.n_iter, model.burn_in)[1]
-    k_plus_plot(traces, out / "k_plus_trace.png", burn, model.k_plus_posterior_,
+    k_plus = k_plus_posterior(post)
+    k_plus_plot(traces, out / "k_plus_trace.png", post.burn_in, k_plus,
                 posterior_label=f"posterior of K+\n({combined})")  # fmt: skip
     lines = []
     if n_chains > 1:
@@ -302,8 +311,8 @@ def write_results(model, table: Table, out: Path, title: str, source: str):
             mark = "  <- best" if c == best else ""
             lines.append(f"  chain {c}: started from {starts[c]} dims, final K+ {k_final[c]}, "
                          f"stacking weight {weights[c]:.2f}{mark}")  # fmt: skip
-    post = ", ".join(f"{k}: {p:.2f}" for k, p in model.k_plus_posterior_.items())
-    lines.append(f"posterior of K+ over the kept sweeps ({combined}): {post}")
+    k_plus_text = ", ".join(f"{k}: {p:.2f}" for k, p in k_plus.items())
+    lines.append(f"posterior of K+ over the kept sweeps ({combined}): {k_plus_text}")
     lines.append(
         f"final {dims} = {k_final[best]} ({which}); latent.csv and latent_space.png hold its final sample"
     )

@@ -235,9 +235,9 @@ def _write(
     }
     samples = posterior.samples
     for name, suffix in GENE_PARAMS.items():
-        if name not in samples[0].params:
+        if getattr(samples[0].params, name) is None:
             continue
         column = np.full(adata.n_vars, np.nan)
-        values = [smp.params[name] for smp in samples]
+        values = [getattr(smp.params, name) for smp in samples]
         column[genes] = np.average(values, axis=0, weights=posterior.sample_weights)
         adata.var[f"{key}_{suffix}"] = column

@@ -17,7 +17,7 @@ def _demo(args: argparse.Namespace) -> int:
     from sklearn.datasets import load_breast_cancer
 
     from . import IBPRFLVM, RFLVM, holdout_mask
-    from ._validation import resolve_burn_in
+    from .dimensions import effective_dims_posterior, k_plus_posterior
     from .plots import k_plus_plot, latent_heatmaps
 
     out = Path(args.out)
@@ -35,7 +35,9 @@ def _demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     ibp = IBPRFLVM(n_iter=args.n_iter, random_state=args.seed, verbose=args.progress).fit(Y_train)
     t_ibp = time.perf_counter() - t0
-    k_final = int(ibp.n_active_[-1])
+    post = ibp.posterior_
+    k_trace = post.traces["n_active"][post.best_chain]
+    k_final = int(k_trace[-1])
     t0 = time.perf_counter()
     dense = RFLVM(n_components=max(k_final, 1), n_iter=args.n_iter, random_state=args.seed,
                   verbose=args.progress).fit(Y_train)  # fmt: skip
@@ -45,11 +47,11 @@ def _demo(args: argparse.Namespace) -> int:
     for name, model, d, t in (("IBP-RFLVM", ibp, k_final, t_ibp), ("RFLVM", dense, k_final, t_dense)):
         lpd = model.log_predictive_density(Y_test)
         print(f"{name:<12} {d:>3} {lpd:>14.2f} {lpd / n_test:>10.4f} {t / args.n_iter:>8.3f}")
-    trace = " ".join(str(int(k)) for k in ibp.n_active_)
+    trace = " ".join(str(int(k)) for k in k_trace)
     print(f"\nK+ after each sweep: {trace}")
-    posterior = ", ".join(f"{v}: {p:.2f}" for v, p in ibp.k_plus_posterior_.items())
-    print(f"posterior of K+ (kept sweeps): {posterior}")
-    eff = ibp.effective_dims_posterior_
+    k_plus = k_plus_posterior(post)
+    print(f"posterior of K+ (kept sweeps): {', '.join(f'{v}: {p:.2f}' for v, p in k_plus.items())}")
+    eff = effective_dims_posterior(post)
     print("effective dimensions (posterior): " + ", ".join(f"{v}: {p:.2f}" for v, p in eff.items()))
 
     latent_heatmaps(
@@ -58,8 +60,7 @@ def _demo(args: argparse.Namespace) -> int:
         suptitle="Breast cancer latent space (rows sorted by diagnosis)",
         embeddings=[ibp.view(), dense.view()],
     )  # fmt: skip
-    burn = resolve_burn_in(ibp.n_iter, ibp.burn_in)[1]
-    k_plus_plot({"IBP-RFLVM": ibp.n_active_}, out / "k_plus_trace.png", burn, ibp.k_plus_posterior_,
+    k_plus_plot({"IBP-RFLVM": k_trace}, out / "k_plus_trace.png", post.burn_in, k_plus,
                 posterior_label="posterior of K+")  # fmt: skip
     print(f"\nwrote {out / 'latent_space.png'} and {out / 'k_plus_trace.png'}")
     return 0

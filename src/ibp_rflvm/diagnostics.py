@@ -168,8 +168,9 @@ def chain_table(posterior: Posterior) -> Any:
     sweeps and of its effective dimensions over the thinned draws, its mean PSIS-LOO log density
     per scored training entry (``elpd_loo``) with standard error (``elpd_loo_se``), the shares of
     those entries whose Pareto ``k`` says the estimate is unreliable (``pareto_k_bad``, above
-    ``min(1 - 1/log10 S, 0.7)`` for ``S`` draws; ``pareto_k_above_07``, above 0.7) and its
-    weight in the combination (``weight``). One chain is not scored (NaN)."""
+    ``min(1 - 1/log10 S, 0.7)`` for ``S`` draws; ``pareto_k_above_07``, above 0.7), its
+    weight in the combination (``weight``), then the move rates of :func:`move_table`. One
+    chain is not scored (NaN)."""
     import pandas as pd
 
     k_plus = posterior.kept("n_active")
@@ -185,9 +186,69 @@ def chain_table(posterior: Posterior) -> Any:
             "pareto_k_bad": stack.pareto_k_bad,
             "pareto_k_above_07": stack.pareto_k_above_07,
             "weight": posterior.weights,
+            **move_rates(posterior),
         },
         index=[f"chain {c}" for c in range(n)],
     )
+
+
+def move_rates(posterior: Posterior) -> dict[str, np.ndarray]:
+    """Each chain's move rates over its kept sweeps, by column name of :func:`move_table`."""
+    moves = posterior.moves
+    n_kept = posterior.n_kept
+
+    def kept(counts: np.ndarray) -> np.ndarray:
+        return counts[:, counts.shape[1] - n_kept :]
+
+    # A checkpoint written before the counts were kept has -1 for its sweeps: left out of every
+    # sum, so a resumed chain's rates are those of the sweeps it counted.
+    counted = kept(moves.flips) >= 0
+    n_sweeps = counted.sum(axis=1)
+
+    def total(counts: np.ndarray) -> np.ndarray:
+        return np.where(counted, kept(counts), 0).sum(axis=1)
+
+    def ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        return np.where(den > 0, num / np.maximum(den, 1), np.nan)
+
+    n_rows = posterior.shape[0]
+    n_freq = posterior.spec.n_frequencies
+    return {
+        "z_flips_per_sweep": ratio(total(moves.z_flips), n_sweeps),
+        "flips_per_sweep": ratio(total(moves.flips), n_sweeps),
+        "transfer_rate": ratio(total(moves.transfers), total(moves.transfers_proposed)),
+        "absorb_rate": ratio(total(moves.absorbs), total(moves.absorbs_proposed)),
+        "births_per_sweep": ratio(total(moves.births), n_sweeps),
+        "deaths_per_sweep": ratio(total(moves.deaths), n_sweeps),
+        # One Metropolis-Hastings proposal per frequency per sweep.
+        "w_accept_rate": ratio(total(moves.w_accepted), n_freq * n_sweeps),
+        "x_evals_per_row": ratio(total(moves.x_evals), n_rows * n_sweeps),
+    }
+
+
+def move_table(posterior: Posterior) -> Any:
+    """What the sweep's moves did in each chain over its kept sweeps: one row per chain.
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A fit's chains (an estimator's ``posterior_``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``chain 0``, ...; columns ``z_flips_per_sweep`` (entries of ``Z`` the slice step's
+        Gibbs pass changed), ``flips_per_sweep`` (accepted joint ``(z, x)`` flips),
+        ``transfer_rate`` and ``absorb_rate`` (accepted over proposed row transfers and
+        absorb/emit moves), ``births_per_sweep`` and ``deaths_per_sweep`` (singleton
+        dimensions), ``w_accept_rate`` (accepted frequencies over ``n_frequencies`` per sweep)
+        and ``x_evals_per_row`` (likelihood evaluations of the elliptical slice sampler of
+        ``X`` per row per sweep). NaN where nothing was proposed or no kept sweep was counted;
+        the moves a sweep does not run (the dense model's, the paper's sampler's) count 0.
+    """
+    import pandas as pd
+
+    return pd.DataFrame(move_rates(posterior), index=[f"chain {c}" for c in range(posterior.n_chains)])
 
 
 #: Split R-hat above which a fit's chains are said to disagree (the usual 1.1, Gelman et al.).

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .features import feature_map
+from .likelihoods.base import LikelihoodParams
 from .state import Data, ModelSpec
 from .targets import likelihood_target
 
@@ -39,7 +40,7 @@ DEFAULT_SHARE = 0.05
 
 
 def dimension_importance(
-    H: np.ndarray, W: np.ndarray, params: dict, data: Data, spec: ModelSpec
+    H: np.ndarray, W: np.ndarray, params: LikelihoodParams, data: Data, spec: ModelSpec
 ) -> np.ndarray:
     """Drop in training log-likelihood when each column of `H` (``N x K``) is removed
     (the first of :func:`importance_and_gain`)."""
@@ -47,7 +48,7 @@ def dimension_importance(
 
 
 def importance_and_gain(
-    H: np.ndarray, W: np.ndarray, params: dict, data: Data, spec: ModelSpec
+    H: np.ndarray, W: np.ndarray, params: LikelihoodParams, data: Data, spec: ModelSpec
 ) -> tuple[np.ndarray, float]:
     """Drop in training log-likelihood when each column of `H` (``N x K``) is removed, and the
     drop when all of them are (the gain of the fit over no latent dimensions).

@@ -85,7 +85,7 @@ def sample_block(
     if kind == "features":
         return feature_map(H, sample.W, False)
     if kind == "signal":
-        block = feature_map(H, sample.W, bias) @ sample.params["beta"]
+        block = feature_map(H, sample.W, bias) @ sample.params.beta
         return block - block.mean(axis=1, keepdims=True) if centre_rows else block
     raise ValueError(f"kernel must be one of {list(KERNELS)}; got {kind!r}")
 

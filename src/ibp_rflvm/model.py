@@ -76,6 +76,12 @@ class SweepInfo:
     x_evals: int = 0
     w_accepted: int = 0
 
+    @property
+    def recorded(self) -> SweepInfo:
+        """The info the chain's record keeps: this one (a tempered sweep's is its cold level's),
+        as ``ChainState.recorded`` is the state it keeps."""
+        return self
+
 
 class SweepKernel(NamedTuple):
     """A Markov kernel: ``init(rng) -> state`` and ``step(rng, state) -> (state, info)``.

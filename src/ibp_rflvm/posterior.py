@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .mcmc.record import TRACES, ChainResult, Sample
+from .mcmc.record import TRACES, ChainResult, MoveCounts, Sample
 from .stacking import ChainWeights, sample_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,6 +130,16 @@ class Posterior:
         (observed-data log-likelihood), ``alpha``, ``eta``, ``n_components`` (frequency mixture
         components) and ``ibp_beta``."""
         return {name: np.array([getattr(res.record, name) for res in self.chains]) for name in TRACES}
+
+    @cached_property
+    def moves(self) -> MoveCounts:
+        """Per-sweep counts of what the sweep's moves did, each a ``chains x sweeps`` int array
+        (the fields of :class:`~ibp_rflvm.mcmc.record.MoveCounts`; ``-1`` for the sweeps of a
+        checkpoint written before the counts were kept). Rates per move are in
+        :func:`ibp_rflvm.diagnostics.move_table`."""
+        per_chain = [np.array(res.record.moves, dtype=np.int64).reshape(-1, len(MoveCounts._fields))
+                     for res in self.chains]  # fmt: skip
+        return MoveCounts(*np.moveaxis(np.stack(per_chain), 2, 0))
 
     def kept(self, name: str) -> np.ndarray:
         """Trace `name` over the kept sweeps, ``chains x kept``."""

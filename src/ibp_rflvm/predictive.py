@@ -17,6 +17,7 @@ from ._sparse import data_matrix, heldout_matrix
 from ._validation import as_data_matrix, check_random_state
 from .features import feature_map
 from .likelihoods.offsets import for_new_rows
+from .mcmc.record import Sample
 from .posterior import Posterior
 from .samplers.ess import elliptical_slice
 from .scoring import heldout_entries, lpd_from_samples, pointwise_logpdf, rows_kw
@@ -76,7 +77,7 @@ def heldout_shares(posterior: Posterior, Y_heldout, missing_mask=None, owner: st
     p = np.zeros(vals.size)
     for smp, w in zip(posterior.samples, posterior.sample_weights, strict=True):
         if w > 0:
-            psi = feature_map(smp.H[unique_rows], smp.W, posterior.spec.bias) @ smp.params["beta"]
+            psi = feature_map(smp.H[unique_rows], smp.W, posterior.spec.bias) @ smp.params.beta
             mu = lik.mean(psi, smp.params, **kw)
             p += w * (mu[row_pos, cols] / mu.sum(axis=1)[row_pos])
     return vals, p
@@ -281,7 +282,7 @@ class PredictiveMixin(TransformerMixin):
 
 
 def sample_new_rows(
-    rng: np.random.Generator, Yn: np.ndarray, lik, prep, sample: dict, prior, bias: bool,
+    rng: np.random.Generator, Yn: np.ndarray, lik, prep, sample: Sample, prior, bias: bool,
     n_sweeps: int, burn_in: int, block=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Posterior means of new rows' latent positions ``X * Z`` (in `sample`'s columns), of their
@@ -297,7 +298,7 @@ def sample_new_rows(
     independent given the sample.
     """
     W, params = sample.W, sample.params
-    beta = params["beta"]
+    beta = params.beta
     n, K = Yn.shape[0], W.shape[1]
     rows_all = np.arange(n)
     X = rng.standard_normal((n, K))

@@ -93,7 +93,7 @@ def pointwise_logpdf(
     kw = rows_kw(lik, unique_rows)
     out = np.empty((len(samples), vals.size))
     for s, smp in enumerate(samples):
-        psi_u = feature_map(smp.H[unique_rows], smp.W, spec.bias) @ smp.params["beta"]
+        psi_u = feature_map(smp.H[unique_rows], smp.W, spec.bias) @ smp.params.beta
         out[s] = lik.logpdf_entries(vals, psi_u, row_pos, cols, smp.params, prep, **kw)
     return out
 

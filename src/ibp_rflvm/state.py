@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from .features import feature_map
-from .likelihoods.base import Prepared
+from .likelihoods.base import LikelihoodParams, Prepared
 from .likelihoods.gaussian import GaussianLikelihood, GaussianPrior
 from .priors import make_prior
 
@@ -173,11 +173,12 @@ class Data:
 class ChainState:
     """One state of the chain.
 
-    ``params`` holds the likelihood's variables (``beta`` always, the weights; ``sigma2`` for the
-    Gaussian, dispersions and the like for count models). ``ibp_beta`` is the IBP's sharing
-    parameter (1 for the one-parameter IBP). ``Y`` is the completed data (observed entries
-    plus imputations) for the collapsed Gaussian, and ``None`` for the other likelihoods, whose
-    unobserved entries are simply left out of every sum.
+    ``params`` holds the likelihood's variables (:class:`~.likelihoods.base.LikelihoodParams`:
+    ``beta`` always, the weights; ``sigma2`` for the Gaussian, ``r`` for the negative
+    binomial). ``ibp_beta`` is the IBP's sharing parameter (1 for the one-parameter IBP).
+    ``Y`` is the completed data (observed entries plus imputations) for the collapsed
+    Gaussian, and ``None`` for the other likelihoods, whose unobserved entries are simply left
+    out of every sum.
     """
 
     X: np.ndarray
@@ -190,7 +191,7 @@ class ChainState:
     Sigma: np.ndarray
     eta: float
     Y: np.ndarray | None
-    params: dict
+    params: LikelihoodParams
     loglik: float
     sweep: int = 0
     ibp_beta: float = 1.0
@@ -216,6 +217,8 @@ class ChainState:
         ones are the data's own)."""
         tree = {f.name: getattr(self, f.name) for f in fields(self)}
         tree["Y"] = None if self.Y is None else np.ascontiguousarray(self.Y[data.missing])
+        # The likelihood's variables by name, as checkpoints have always stored them.
+        tree["params"] = self.params.arrays()
         return tree
 
     @classmethod
@@ -225,4 +228,5 @@ class ChainState:
             Y = np.where(data.observed, data.Y, 0.0)
             Y[data.missing] = values["Y"]
             values["Y"] = Y
+        values["params"] = LikelihoodParams.from_arrays(values["params"])
         return cls(**values)

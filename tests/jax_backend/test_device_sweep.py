@@ -76,9 +76,9 @@ _SHARDED = textwrap.dedent(
         m = IBPRFLVM(likelihood=sys.argv[1], n_iter=10, burn_in=5, n_frequencies=5, init_dims=3,
                      max_dims=8, random_state=3, backend="jax", devices=d).fit(Y)
         samples = m.posterior_.chains[0].record.samples
-        kept = [a for smp in samples for a in (smp.H, smp.W, smp.params["beta"])]
+        kept = [a for smp in samples for a in (smp.H, smp.W, smp.params.beta)]
         s = m.state_
-        out[d] = ([a.tolist() for a in (s.X, s.Z, s.W, s.params["beta"], *kept)], m.traces_["loglik"][0])
+        out[d] = ([a.tolist() for a in (s.X, s.Z, s.W, s.params.beta, *kept)], m.traces_["loglik"][0])
     same = [out[1][0] == out[4][0]]
     gap = float(np.max(np.abs(out[1][1] / out[4][1] - 1.0)))
     print(json.dumps({"same": same, "loglik_gap": gap, "k_plus": m.traces_["n_active"].tolist()}))

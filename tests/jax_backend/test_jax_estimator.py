@@ -31,7 +31,7 @@ def _fit(Y, **kw):
 
 def _final(model):
     s = model.state_
-    return (s.X, s.Z, s.W, s.params["beta"], s.params["r"])
+    return (s.X, s.Z, s.W, s.params.beta, s.params.r)
 
 
 def test_the_same_seed_gives_the_same_chain():

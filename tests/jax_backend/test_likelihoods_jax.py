@@ -29,6 +29,7 @@ from ibp_rflvm.likelihoods import (  # noqa: E402
     NegBinomLikelihood,
     PoissonLikelihood,
 )
+from ibp_rflvm.likelihoods.base import LikelihoodParams  # noqa: E402
 
 jnp = jax.numpy
 lax = jax.lax
@@ -93,7 +94,8 @@ def test_row_loglik_matches_host(name):
     data = dlik.device_data(lik, prep)
     psi = rng.normal(0.0, 1.5, size=Y.shape)
     psi[:, -1] *= name != "multinomial"  # the multinomial's reference has psi = 0
-    dparams = dlik.device_params({"beta": np.zeros((3, N_COLS)), **params})
+    params = LikelihoodParams(beta=np.zeros((3, N_COLS)), **params)
+    dparams = dlik.device_params(params)
     const = dlik.row_constants(dparams, data)
     for rows in (np.arange(N_ROWS), np.array([3, 0, 17, 4, 1, 2, 39])):
         host = lik.loglik_rows(psi[rows], rows, params, prep)

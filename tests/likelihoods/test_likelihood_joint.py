@@ -36,7 +36,7 @@ SIZE_FACTORS = np.array([0.5, 1.0, 3.0, 0.7, 1.5, 2.0])
 
 
 def _draw_negbinom(rng, psi, params, observed):
-    r = np.broadcast_to(params["r"], psi.shape)
+    r = np.broadcast_to(params.r, psi.shape)
     # numpy's NB counts failures with success probability 1 - p, so its mean is r p / (1 - p).
     return rng.negative_binomial(r, expit(-psi)).astype(float)
 
@@ -104,7 +104,7 @@ def _successive_conditional(
     keys += ("transfers", "absorbs", "ibp_beta", "log_ibp_beta")
     out = {k: [] for k in keys}
     for _ in range(n_sweeps):
-        psi = state.phi(spec.bias) @ state.params["beta"] + offset
+        psi = state.phi(spec.bias) @ state.params.beta + offset
         Y = np.where(observed, draw(rng, psi, state.params, observed), np.nan)
         data = model.Data.from_array(Y, lik)
         state, info = model.sweep(rng, state, data, spec)
@@ -113,7 +113,7 @@ def _successive_conditional(
             out["flips"].append(info.flips)
             out["transfers"].append(info.transfers)
             out["absorbs"].append(info.absorbs)
-        beta = state.params["beta"][:, :free] / SCALE
+        beta = state.params.beta[:, :free] / SCALE
         out["alpha"].append(state.alpha)
         out["ibp_beta"].append(state.ibp_beta)
         out["log_ibp_beta"].append(math.log(state.ibp_beta))
@@ -124,10 +124,10 @@ def _successive_conditional(
         out["beta1"].append(np.sum(beta))
         out["beta2"].append(np.sum(beta**2 - 1.0))
         if name == "negbinom":
-            out["r"].append(np.mean(state.params["r"]))
-            out["logr"].append(np.mean(np.log(state.params["r"])))
+            out["r"].append(np.mean(state.params.r))
+            out["logr"].append(np.mean(np.log(state.params.r)))
         if name == "multinomial":
-            assert np.all(state.params["beta"][:, -1] == 0.0)
+            assert np.all(state.params.beta[:, -1] == 0.0)
     return {k: np.asarray(v[burn:], dtype=float) for k, v in out.items() if v}
 
 

@@ -7,7 +7,7 @@ from scipy.special import expit, logsumexp
 
 from ibp_rflvm import IBPRFLVM, RFLVM, model
 from ibp_rflvm.likelihoods import REGISTRY, make_likelihood
-from ibp_rflvm.likelihoods.base import Prepared
+from ibp_rflvm.likelihoods.base import LikelihoodParams
 
 NAMES = ["negbinom", "poisson", "multinomial", "bernoulli", "binomial"]
 HYPER = {"binomial": {"n_trials": 4}}
@@ -27,17 +27,16 @@ def _counts(name, rng, shape, n_trials=4):
 
 def _params(name, rng, L, J):
     beta = rng.standard_normal((L, J))
-    params = {"beta": beta}
     if name == "multinomial":
         beta[:, -1] = 0.0
     if name == "negbinom":
-        params["r"] = rng.gamma(2.0, 1.0, size=J)
-    return params
+        return LikelihoodParams(beta=beta, r=rng.gamma(2.0, 1.0, size=J))
+    return LikelihoodParams(beta=beta)
 
 
 def _scipy_entry_logpmf(name, Y, psi, params, n_trials):
     if name == "negbinom":
-        return stats.nbinom.logpmf(Y, params["r"][None, :], expit(-psi))
+        return stats.nbinom.logpmf(Y, params.r[None, :], expit(-psi))
     if name == "poisson":
         return stats.poisson.logpmf(Y, np.exp(psi))
     if name == "bernoulli":
@@ -63,7 +62,7 @@ def test_loglik_rows_is_the_exact_log_likelihood_of_observed_entries(name):
     lik = _lik(name)
     prep = lik.prepare(Y)
     params = _params(name, rng, L, J)
-    psi = rng.standard_normal((N, L)) @ params["beta"]
+    psi = rng.standard_normal((N, L)) @ params.beta
     rows = np.array([3, 0, 6, 1])
     got = lik.loglik_rows(psi[rows], rows, params, prep)
     obs = ~np.isnan(Y)
@@ -86,7 +85,7 @@ def test_heldout_densities_and_means(name):
     n_rows, J, L = 4, 6, 3
     lik = _lik(name)
     params = _params(name, rng, L, J)
-    psi_u = rng.standard_normal((n_rows, L)) @ params["beta"]
+    psi_u = rng.standard_normal((n_rows, L)) @ params.beta
     row_pos = np.array([0, 0, 2, 3, 1])
     cols = np.array([1, 4, 0, 5, 3])
     y = _counts(name, rng, row_pos.shape)
@@ -100,8 +99,8 @@ def test_heldout_densities_and_means(name):
         np.testing.assert_allclose(mean, np.exp(logp), rtol=1e-12)
         return
     if name == "negbinom":
-        expected = stats.nbinom.logpmf(y, params["r"][cols], expit(-psi))
-        expected_mean = params["r"][None, :] * np.exp(psi_u)
+        expected = stats.nbinom.logpmf(y, params.r[cols], expit(-psi))
+        expected_mean = params.r[None, :] * np.exp(psi_u)
     else:
         expected = _scipy_entry_logpmf(name, y, psi, params, 4)
         means = {"poisson": np.exp(psi_u), "bernoulli": expit(psi_u), "binomial": 4 * expit(psi_u)}
@@ -119,7 +118,7 @@ def test_binomial_with_per_entry_trials():
     lik.validate(Y)
     prep = lik.prepare(Y)
     params = _params("binomial", rng, 3, J)
-    psi = rng.standard_normal((N, 3)) @ params["beta"]
+    psi = rng.standard_normal((N, 3)) @ params.beta
     ll = lik.loglik_rows(psi, np.arange(N), params, prep)
     np.testing.assert_allclose(ll, stats.binom.logpmf(Y, n, expit(psi)).sum(axis=1), rtol=1e-10)
     rows = np.array([4, 9])
@@ -196,8 +195,8 @@ def test_same_seed_gives_bit_identical_chain(name):
     a, b, c = _same_chain(name, IBPRFLVM)
     np.testing.assert_array_equal(a.log_likelihood_, b.log_likelihood_)
     np.testing.assert_array_equal(a.latent_, b.latent_)
-    for key in a.state_.params:
-        np.testing.assert_array_equal(a.state_.params[key], b.state_.params[key])
+    for key, value in a.state_.params.arrays().items():
+        np.testing.assert_array_equal(value, b.state_.params.arrays()[key])
     assert not np.array_equal(a.log_likelihood_, c.log_likelihood_)
     assert np.all(np.isfinite(a.log_likelihood_))
 
@@ -205,7 +204,7 @@ def test_same_seed_gives_bit_identical_chain(name):
 def test_dense_model_same_seed_and_shape():
     a, b, _ = _same_chain("negbinom", RFLVM, n_components=2)
     np.testing.assert_array_equal(a.log_likelihood_, b.log_likelihood_)
-    assert np.all(a.n_active_ == 2) and a.state_.params["r"].shape == (6,)
+    assert np.all(a.n_active_ == 2) and a.state_.params.r.shape == (6,)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -220,7 +219,7 @@ def test_unobserved_entries_have_no_effect(name):
     garbage = rng.integers(1, 1000, size=Y.shape).astype(float)
     chains = []
     for fill in (np.zeros_like(Y), garbage):
-        prep = Prepared(Y0=np.where(observed, Y, fill), observed=observed, extra=lik._extra(Y, observed))
+        prep = lik._prepare(Y, np.where(observed, Y, fill), observed)
         data = model.Data(Y=Y, observed=observed, missing=np.nonzero(~observed), prep=prep)
         spec = model.ModelSpec(n_frequencies=4, n_dims=2, bias=True, likelihood=lik)
         r = np.random.default_rng(9)
@@ -232,8 +231,8 @@ def test_unobserved_entries_have_no_effect(name):
         chains.append((trace, state))
     (t0, s0), (t1, s1) = chains
     assert t0 == t1
-    for key in s0.params:
-        np.testing.assert_array_equal(s0.params[key], s1.params[key])
+    for key, value in s0.params.arrays().items():
+        np.testing.assert_array_equal(value, s1.params.arrays()[key])
     np.testing.assert_array_equal(s0.X, s1.X)
 
 
@@ -250,7 +249,7 @@ def test_huge_counts_and_empty_rows_stay_finite(name):
         hyper = {"n_trials": 3_000_000}
     m = IBPRFLVM(likelihood=name, likelihood_params=hyper, n_iter=6, n_frequencies=5, random_state=0).fit(Y)
     assert np.all(np.isfinite(m.log_likelihood_))
-    for value in m.state_.params.values():
+    for value in m.state_.params.arrays().values():
         assert np.all(np.isfinite(value))
     assert np.all(np.isfinite(m.predict()))
     Y_test = np.full_like(Y, np.nan)

@@ -120,7 +120,7 @@ def test_negbinom_dispersions_are_recovered():
     Y = rng.negative_binomial(r[None, :], expit(-psi)).astype(float)
     Y[rng.random(Y.shape) < 0.1] = np.nan
     model = RFLVM(n_components=1, likelihood="negbinom", n_iter=300, n_frequencies=m, random_state=0).fit(Y)
-    draws = np.array([s.params["r"] for s in model._samples])
+    draws = np.array([s.params.r for s in model._samples])
     lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
     covered = (lo <= r) & (r <= hi)
     ratio = np.median(draws, axis=0) / r

@@ -12,6 +12,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from ibp_rflvm import IBPRFLVM
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.likelihoods.offsets import row_offsets
 
 RNG = np.random.default_rng(5)
@@ -21,17 +22,14 @@ S_SMALL = np.exp(RNG.normal(0.0, 0.7, 7))
 
 
 def _params(name, J):
-    params = {"beta": np.zeros((1, J))}
-    if name == "negbinom":
-        params["r"] = np.linspace(0.5, 3.0, J)
-    return params
+    return LikelihoodParams(beta=np.zeros((1, J)), r=np.linspace(0.5, 3.0, J) if name == "negbinom" else None)
 
 
 def _reference_logpmf(name, y, psi, params):
     if name == "poisson":
         return stats.poisson.logpmf(y, np.exp(psi))
     # NB(r, p = logistic(psi)) counts successes; scipy's nbinom counts failures with prob 1 - p.
-    return stats.nbinom.logpmf(y, params["r"][None, :], expit(-psi))
+    return stats.nbinom.logpmf(y, params.r[None, :], expit(-psi))
 
 
 @pytest.mark.parametrize("name", ["poisson", "negbinom"])
@@ -42,7 +40,7 @@ def test_offset_enters_every_density_and_mean(name, size_factors):
     prep = lik.prepare(Y_SMALL)
     observed = ~np.isnan(Y_SMALL)
     offset = np.log(S_SMALL) if size_factors == "array" else np.log(np.nansum(Y_SMALL, 1) / observed.sum(1))
-    np.testing.assert_allclose(prep.extra["row_offset"], offset)
+    np.testing.assert_allclose(prep.row_offset, offset)
     psi = np.random.default_rng(0).normal(0.0, 1.0, Y_SMALL.shape)
     params = _params(name, Y_SMALL.shape[1])
     full = _reference_logpmf(name, np.nan_to_num(Y_SMALL), psi + offset[:, None], params)
@@ -57,18 +55,18 @@ def test_offset_enters_every_density_and_mean(name, size_factors):
     if name == "poisson":
         expected = stats.poisson.logpmf(y, np.exp(psi_e))
     else:
-        expected = stats.nbinom.logpmf(y, params["r"][cols], expit(-psi_e))
+        expected = stats.nbinom.logpmf(y, params.r[cols], expit(-psi_e))
     np.testing.assert_allclose(lp, expected, rtol=1e-10)
     mean = lik.mean(psi[rows], params, rows=rows, prep=prep)
-    r = params.get("r", np.ones(Y_SMALL.shape[1]))
+    r = np.ones(Y_SMALL.shape[1]) if params.r is None else params.r
     np.testing.assert_allclose(mean, r[None, :] * np.exp(psi[rows] + offset[rows, None]), rtol=1e-12)
 
 
 def test_no_size_factors_is_no_offset():
     for name in ("poisson", "negbinom"):
         prep = make_likelihood(name).prepare(Y_SMALL)
-        assert prep.extra["offset"] is None
-        assert np.all(prep.extra["row_offset"] == 0.0)
+        assert prep.offset is None
+        assert np.all(prep.row_offset == 0.0)
 
 
 @pytest.mark.parametrize(
@@ -188,12 +186,12 @@ def test_estimator_scores_and_predicts_with_the_offsets():
     rows = np.arange(0, 25, 4)
 
     for k, smp in enumerate(fit._samples):
-        psi = feature_map(smp.H, smp.W, True) @ smp.params["beta"] + np.log(s)[:, None]
+        psi = feature_map(smp.H, smp.W, True) @ smp.params.beta + np.log(s)[:, None]
         expected = stats.poisson.logpmf(Y[rows, 2], np.exp(psi[rows, 2]))
         np.testing.assert_allclose(logp[k], expected, rtol=1e-10)
     # The training reconstruction averages s_i exp(phi_i beta) over the kept samples.
     recon = np.mean(
-        [s[:, None] * np.exp(feature_map(m.H, m.W, True) @ m.params["beta"]) for m in fit._samples],
+        [s[:, None] * np.exp(feature_map(m.H, m.W, True) @ m.params.beta) for m in fit._samples],
         axis=0,
     )
     np.testing.assert_allclose(fit.predict(), recon, rtol=1e-10)

@@ -36,7 +36,7 @@ def _assert_same_chain(a, b):
     assert len(a._samples) == len(b._samples)
     for sa, sb in zip(a._samples, b._samples, strict=True):
         np.testing.assert_array_equal(sa.H, sb.H)
-        np.testing.assert_array_equal(sa.params["beta"], sb.params["beta"])
+        np.testing.assert_array_equal(sa.params.beta, sb.params.beta)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
@@ -172,8 +172,8 @@ def test_extended_chain_equals_the_long_chain_for_every_likelihood(tmp_path, mod
     resumed = model(n_iter=5, burn_in=1, checkpoint_path=str(path), **kw).fit(Y_train, resume=True)
     _assert_same_chain(reference, resumed)
     for sa, sb in zip(reference._samples, resumed._samples, strict=True):
-        for key in sa.params:
-            np.testing.assert_array_equal(sa.params[key], sb.params[key], err_msg=key)
+        for key, value in sa.params.arrays().items():
+            np.testing.assert_array_equal(value, sb.params.arrays()[key], err_msg=key)
     np.testing.assert_array_equal(
         reference.pointwise_log_predictive(Y_test), resumed.pointwise_log_predictive(Y_test)
     )

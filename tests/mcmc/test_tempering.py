@@ -13,11 +13,13 @@ import pytest
 from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.features import feature_map
+from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.likelihoods.gaussian import GaussianLikelihood, GaussianPrior
 from ibp_rflvm.mcmc.tempering import (
     Ladder,
     TemperedState,
     build_tempered,
+    ladder_for,
     level_logliks,
     level_specs,
     swap_log_ratio,
@@ -58,6 +60,22 @@ def test_swap_log_ratio_is_the_product_target_ratio():
     assert swap_log_ratio(E, 0) == pytest.approx(-7.0)
     order, acc = swap_pass(np.random.default_rng(0), np.zeros((3, 3)), 1)
     assert acc.tolist() == [True] and order.tolist() == [0, 2, 1]
+
+
+def test_the_ladder_is_asked_of_the_likelihood_not_its_class():
+    gaussian = GaussianLikelihood(a0=2.0, b0=0.5)
+    spec = model.ModelSpec(n_frequencies=4, likelihood=gaussian)
+    ladder = ladder_for(spec, 3, 4.0)
+    assert ladder.b0 == pytest.approx((0.5, 1.0, 2.0))
+    priors = [s.likelihood.prior for s in level_specs(spec, ladder)]
+    assert priors == [GaussianPrior(2.0, b) for b in ladder.b0]
+    assert not make_likelihood("poisson").tempers
+
+    class Untempered(GaussianLikelihood):
+        tempers = False
+
+    with pytest.raises(ValueError, match="needs likelihood='gaussian'"):
+        ladder_for(model.ModelSpec(n_frequencies=4, likelihood=Untempered()), 3, 4.0)
 
 
 def test_level_logliks_are_the_collapsed_marginals_under_each_prior():
@@ -101,7 +119,7 @@ def _posterior_draws(n_levels: int, n_sweeps: int, seed: int):
         s = state.recorded
         out["k_plus"].append(s.k_plus)
         out["alpha"].append(s.alpha)
-        out["logsig"].append(np.mean(np.log(s.params["sigma2"])))
+        out["logsig"].append(np.mean(np.log(s.params.sigma2)))
         out["x2"].append(np.sum(s.H**2))
         out["y_mis"].append(s.Y[0, 1])
         out["loglik"].append(s.loglik)

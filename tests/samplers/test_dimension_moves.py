@@ -95,7 +95,7 @@ def test_factorised_moves_keep_phi_psi_and_row_logliks():
     Z[:, 0] = 0
     Z[3, 0] = 1
     X, W = state.X.copy(), state.W.copy()
-    fs = factorised.FactorisedState(X, Z, W, True, state.params["beta"], lik, state.params, data.prep)
+    fs = factorised.FactorisedState(X, Z, W, True, state.params.beta, lik, state.params, data.prep)
     dims = dm.Dimensions(X, Z, W, state.zeta, state.mu, state.Sigma)
     target = FactorisedRows(fs)
     flips = births = deaths = 0

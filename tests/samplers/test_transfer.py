@@ -143,7 +143,7 @@ def test_factorised_pair_moves_keep_phi_psi_and_row_logliks(move):
     X, W = state.X.copy(), state.W.copy()
     W[:, 1] = 1.3 * W[:, 0] + 0.05 * rng.standard_normal(m)
     Z = (rng.random((n, k)) < 0.5).astype(np.int8)
-    fs = factorised.FactorisedState(X, Z, W, True, state.params["beta"], lik, state.params, data.prep)
+    fs = factorised.FactorisedState(X, Z, W, True, state.params.beta, lik, state.params, data.prep)
     target = FactorisedRows(fs)
     tried = acc = 0
     for _ in range(20):

@@ -6,6 +6,7 @@ import pytest
 
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.targets.factorised_state import FactorisedState, _low_rank_update, update_w
 
 
@@ -39,7 +40,7 @@ def test_update_w_keeps_the_cache_consistent(spread):
     Y = rng.poisson(2.0, size=(N, J)).astype(float)
     prep = lik.prepare(Y)
     beta = rng.normal(size=(2 * M + 1, J)) * 0.3
-    fs = FactorisedState(X, Z, W, True, beta, lik, {"beta": beta}, prep)
+    fs = FactorisedState(X, Z, W, True, beta, lik, LikelihoodParams(beta=beta), prep)
     # One mixture component centred on the current frequencies: a small spread makes nearly
     # every proposal acceptable, a large one nearly none.
     zeta = np.zeros(M, dtype=np.int64)
@@ -49,5 +50,5 @@ def test_update_w_keeps_the_cache_consistent(spread):
     Phi = feature_map(X * Z, W, True)
     np.testing.assert_allclose(fs.Phi, Phi, atol=1e-12)
     np.testing.assert_allclose(fs.psi, Phi @ beta, atol=1e-10)
-    fresh = lik.loglik_rows(Phi @ beta, np.arange(N), {"beta": beta}, prep)
+    fresh = lik.loglik_rows(Phi @ beta, np.arange(N), LikelihoodParams(beta=beta), prep)
     np.testing.assert_allclose(fs.ll, fresh, rtol=1e-10)

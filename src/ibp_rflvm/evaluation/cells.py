@@ -15,11 +15,13 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..embedding import posterior_embedding
+from ..dimensions import effective_dimensions
+from ..embedding import own_dimension, posterior_embedding
+from ..posterior import Posterior
 from .experiments import (
     FIGURES,
     HOLDOUT_FRACTION,
@@ -36,6 +38,13 @@ from .experiments import (
     model_seed,
 )
 from .metrics import KNN_FOLDS, KNN_NEIGHBOURS, knn_accuracy, knn_seed
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..baselines import LDA, BayesianGPLVM, IBPLinearFactorModel, PoissonFactorAnalysis
+    from ..estimator import IBPRFLVM, RFLVM
+
+    #: What a cell fits: an RFLVM (whose ``posterior_`` the cell reads) or a baseline.
+    Estimator = IBPRFLVM | RFLVM | BayesianGPLVM | IBPLinearFactorModel | PoissonFactorAnalysis | LDA
 
 __all__ = [
     "CHECKPOINT_EVERY",
@@ -117,7 +126,7 @@ CHECKPOINT_EVERY = 5
 
 def build_estimator(
     method: str, n_components: int | None, seed: int, cfg: RunConfig, n_threads: int = 1
-) -> Any:
+) -> Estimator:
     """An unfitted estimator for `method` with the run's settings (`n_threads`: the RFLVMs' sweep)."""
     m = METHODS[method]
     if m.family == "rflvm":
@@ -160,7 +169,7 @@ def _finite(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _optimizer_record(est: Any) -> dict[str, Any] | None:
+def _optimizer_record(est: Estimator) -> dict[str, Any] | None:
     """Iterations, convergence and final bound of an optimised (not sampled) model, so a table
     can say whether the iteration budget, not convergence, ended a fit."""
     if not hasattr(est, "converged_"):
@@ -206,13 +215,19 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         score_seconds = time.perf_counter() - t0
     latent = np.asarray(est.latent_, dtype=np.float64)
     knn = _knn_record(cell.dataset, latent, labels, cfg.seed)
-    trace = getattr(est, "n_active_", None) if method.ibp else None
+    # An RFLVM's chains are its Posterior; the baselines have their own attributes.
+    post = est.posterior_ if method.family == "rflvm" else None
+    if post is not None:
+        trace = post.traces["n_active"][post.best_chain] if method.ibp else None
+        loglik = post.traces["loglik"][post.best_chain]
+    else:
+        trace = getattr(est, "n_active_", None) if method.ibp else None
+        loglik = getattr(est, "log_likelihood_", None)
     k_final = int(trace[-1]) if trace is not None else latent.shape[1]
     embedding_knn = None
-    if method.family == "rflvm":
+    if post is not None:
         matched = max(1, k_final) if method.ibp else int(task.n_components)
-        embedding_knn = _embedding_knn_record(cell.dataset, est, labels, cfg.seed, matched)
-    loglik = getattr(est, "log_likelihood_", None)
+        embedding_knn = _embedding_knn_record(cell.dataset, post, labels, cfg.seed, matched)
     record = {
         "schema": SCHEMA_VERSION,
         "cell": cell.id,
@@ -233,7 +248,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         "k_plus_final": k_final,
         "k_plus_trace": None if trace is None else [int(k) for k in np.asarray(trace).ravel()],
         # The dimensions of the final sample that matter (docs/sampler.md section 6), beside K+.
-        "effective_dims_final": _final_effective(est) if method.family == "rflvm" and method.ibp else None,
+        "effective_dims_final": _final_effective(post) if post is not None and method.ibp else None,
         "log_likelihood_final": None if loglik is None else _finite(np.asarray(loglik).ravel()[-1]),
         "optimizer": _optimizer_record(est),
         "metrics": metrics,
@@ -242,7 +257,7 @@ def compute_cell(task: CellTask) -> tuple[dict[str, Any], np.ndarray]:
         # of the finite models, at 2 and at 5 (latent_report.py).
         "embedding_knn": embedding_knn,
         # The figures' 2-D posterior embedding (trial 0 of the figures' data sets only).
-        "embedding_2d": _embedding_2d(cell, est) if method.family == "rflvm" else None,
+        "embedding_2d": _embedding_2d(cell, post) if post is not None else None,
         "resumed_from_sweep": resumed_from,
         # The commit that ran the sweeps before the resume (see "versions" for the rest).
         "resumed_from_commit": began_at,
@@ -278,9 +293,9 @@ EMBEDDING_DIMS = (2, 5)
 
 
 def _embedding_knn_record(
-    dataset: str, est: Any, labels, base_seed: int, matched: int
+    dataset: str, post: Posterior, labels, base_seed: int, matched: int
 ) -> dict[str, Any] | None:
-    """kNN accuracy of the fitted RFLVM's posterior embedding (``embedding_``) at its own
+    """kNN accuracy of the fitted RFLVM's posterior embedding (its ``embedding_``) at its own
     dimension, at `matched` (the D its PCA reference row and finite counterparts get) and at
     ``EMBEDDING_DIMS``; a dimension beyond the components the kernel has uses all of them (the
     record says which d was used). None for data sets that Table 3 does not show."""
@@ -290,35 +305,37 @@ def _embedding_knn_record(
 
     seed = knn_seed(dataset, base_seed)
     with threadpool_limits(limits=1, user_api="blas"):
-        available = posterior_embedding(est.posterior_).n_available
-        wanted = {"own": est.embedding_dims_, "matched": int(matched), **{str(d): d for d in EMBEDDING_DIMS}}
+        emb = posterior_embedding(post)
+        available = emb.n_available
+        wanted = {"own": own_dimension(post), "matched": int(matched), **{str(d): d for d in EMBEDDING_DIMS}}
         out: dict[str, Any] = {"seed": seed, "n_neighbors": KNN_NEIGHBOURS, "n_folds": KNN_FOLDS}
         for name, d in wanted.items():
             used = max(1, min(int(d), available))
-            coords = est.embedding(used) if available else np.zeros((len(labels), 1))
+            coords = emb.scores[:, :used] if available else np.zeros((len(labels), 1))
             out[name] = {"d": used, "accuracy": knn_accuracy(coords, np.asarray(labels), random_state=seed)}
     return out
 
 
-def _embedding_2d(cell: Cell, est: Any) -> list[list[float]] | None:
+def _embedding_2d(cell: Cell, post: Posterior) -> list[list[float]] | None:
     """The fit's 2-D posterior embedding for Figures 1-2 (trial 0 of their data sets), rounded
     to 6 significant digits to keep the record small; None elsewhere."""
     if cell.trial != 0 or cell.dataset not in {f.dataset for f in FIGURES.values()}:
         return None
-    available = posterior_embedding(est.posterior_).n_available
-    coords = np.zeros((est.n_samples_fit_, 2))
+    emb = posterior_embedding(post)
+    available = emb.n_available
+    coords = np.zeros((post.shape[0], 2))
     if available:
-        coords[:, : min(2, available)] = est.embedding(min(2, available))
+        coords[:, : min(2, available)] = emb.scores[:, : min(2, available)]
     return [[float(f"{v:.6g}") for v in row] for row in coords]
 
 
-def _final_effective(est: Any) -> int:
+def _final_effective(post: Posterior) -> int:
     """Effective dimensions of the final kept sample (one likelihood evaluation per dimension)."""
-    return int(est.effective_dimensions(max_draws=1)[0, -1])
+    return int(effective_dimensions(post, max_draws=1)[0, -1])
 
 
 def _fit_resumable(
-    est: Any, Y_train: np.ndarray, checkpoint: str | None
+    est: Estimator, Y_train: np.ndarray, checkpoint: str | None
 ) -> tuple[int, str | None, float | None]:
     """Fit `est`, continuing from `checkpoint` when a usable one exists.
 

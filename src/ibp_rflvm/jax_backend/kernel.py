@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import blocks
+from ..likelihoods.base import LikelihoodParams
 from ..samplers import ibp
 from ..state import ChainState, Data, ModelSpec
 from ..targets.factorised import FactorisedTarget
@@ -262,7 +263,7 @@ class DeviceSweepTarget:
     def start_positions(self, k: int) -> np.ndarray:
         return self.host.start_positions(k)
 
-    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[None, dict, float]:
+    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[None, LikelihoodParams, float]:
         """The likelihood's first variables: one Gibbs step from its start given the features."""
         cfg = self.cfg
         pad = np.zeros((X.shape[0], cfg.width))

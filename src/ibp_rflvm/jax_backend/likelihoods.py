@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from ..likelihoods.base import LikelihoodParams
 from . import jax
 from .crt import crt_column_totals
 from .polya_gamma import draw_pg
@@ -61,10 +62,21 @@ def upload_counts(prep, trials: np.ndarray | None = None) -> DeviceData:
         big = big or float(np.max(trials, initial=0.0)) >= _F32_EXACT
     dtype = np.float64 if big else np.float32
     y = np.where(observed, Y0, np.nan).astype(dtype)
-    off = prep.extra.get("row_offset")
+    off = prep.row_offset
     off = np.zeros(Y0.shape[0]) if off is None else np.asarray(off, dtype=np.float64)
     t = None if trials is None else jnp.asarray(np.asarray(trials, dtype=dtype))
     return DeviceData(jnp.asarray(y), jnp.asarray(off), t)
+
+
+def device_params(params: LikelihoodParams) -> dict:
+    """The host's variables as the device's: a dict of float64 arrays by name (a pytree the
+    compiled programs take whatever variables the likelihood has)."""
+    return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.arrays().items()}
+
+
+def host_params(dparams: dict) -> LikelihoodParams:
+    """The device's variables back on the host (the inverse of :func:`device_params`)."""
+    return LikelihoodParams.from_arrays({k: np.asarray(v, dtype=np.float64) for k, v in dparams.items()})
 
 
 def observed_counts(y: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -139,13 +151,13 @@ class LogisticPGDevice:
     def initial(self, host_lik, prep, L: int, J: int) -> dict:
         """The start of the likelihood's variables, from which one Gibbs step draws the first
         weights (as the numba backend's ``init_params``)."""
-        return self.device_params({"beta": np.zeros((L, J))})
+        return self.device_params(LikelihoodParams(beta=np.zeros((L, J))))
 
-    def device_params(self, params: dict) -> dict:
-        return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
+    def device_params(self, params: LikelihoodParams) -> dict:
+        return device_params(params)
 
-    def host_params(self, dparams: dict) -> dict:
-        return {k: np.asarray(v, dtype=np.float64) for k, v in dparams.items()}
+    def host_params(self, dparams: dict) -> LikelihoodParams:
+        return host_params(dparams)
 
     def row_constants(self, dparams: dict, data: DeviceData) -> jax.Array:
         obs, y = observed_counts(data.y)
@@ -197,7 +209,7 @@ class NegBinomDevice(LogisticPGDevice):
     f0: float = 1.0
 
     def initial(self, host_lik, prep, L, J):
-        return self.device_params({"beta": np.zeros((L, J)), "r": np.full(J, self.e0 / self.f0)})
+        return self.device_params(LikelihoodParams(beta=np.zeros((L, J)), r=np.full(J, self.e0 / self.f0)))
 
     def _b(self, y, obs, params, trials):
         return y + params["r"][None, :]
@@ -231,7 +243,7 @@ class BinomialDevice(LogisticPGDevice):
     (Bernoulli: one), ``log c = log C(n, y)``."""
 
     def device_data(self, host_lik, prep) -> DeviceData:
-        return upload_counts(prep, prep.extra["trials"])
+        return upload_counts(prep, prep.trials)
 
     def _b(self, y, obs, params, trials):
         return jnp.nan_to_num(trials.astype(jnp.float64))

@@ -19,8 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
+from ..likelihoods.base import LikelihoodParams
 from . import jax
 from .ess import elliptical_slice
 from .likelihoods import (
@@ -28,7 +27,9 @@ from .likelihoods import (
     DeviceData,
     LogisticPGDevice,
     NegBinomDevice,
+    device_params,
     gaussian_weights,
+    host_params,
     observed_counts,
     upload_counts,
 )  # fmt: skip
@@ -55,11 +56,11 @@ class _DeviceBase:
     def initial(self, host_lik, prep, L: int, J: int) -> dict:
         return {"beta": jnp.zeros((L, J))}
 
-    def device_params(self, params: dict) -> dict:
-        return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
+    def device_params(self, params: LikelihoodParams) -> dict:
+        return device_params(params)
 
-    def host_params(self, dparams: dict) -> dict:
-        return {k: np.asarray(v, dtype=np.float64) for k, v in dparams.items()}
+    def host_params(self, dparams: dict) -> LikelihoodParams:
+        return host_params(dparams)
 
 
 @dataclass(frozen=True)

@@ -21,23 +21,60 @@ Unobserved entries never enter any sum: every method works from the observed mas
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Prepared:
     """Data-dependent constants shared by every evaluation of one likelihood on one data set.
 
     ``Y0`` is the data with unobserved entries set to 0 and ``observed`` the mask; the zeros in
-    ``Y0`` are never read where ``observed`` is false. ``extra`` holds likelihood-specific
-    arrays (for example ``log c(y)`` per row).
+    ``Y0`` are never read where ``observed`` is false. Each likelihood that needs more constants
+    (for example ``log c(y)`` per row) subclasses this with fields of its own.
+
+    The size factors' row offsets (:mod:`.offsets`) are here rather than in a subclass because
+    code that serves every likelihood asks for them (the Polya-gamma weights, the device's
+    upload): ``offset`` is ``log s_i`` per row or None without size factors (so the NumPy paths
+    skip the addition); ``row_offset`` is an array whenever the likelihood takes size factors
+    (zeros without them, for the compiled kernels: adding 0.0 leaves every value unchanged) and
+    None for the likelihoods that take none.
     """
 
     Y0: np.ndarray
     observed: np.ndarray
-    extra: dict
+    offset: np.ndarray | None = None
+    row_offset: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class LikelihoodParams:
+    """The likelihood's variables in one state of the chain.
+
+    ``beta`` (``L x J``, the weights) always; ``sigma2`` (``J``, the noise variances) for the
+    Gaussian; ``r`` (``J``, the dispersions) for the negative binomial; the fields a likelihood
+    does not have are None.
+    """
+
+    beta: np.ndarray
+    sigma2: np.ndarray | None = None
+    r: np.ndarray | None = None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The variables present, by name: how checkpoints store them (the format they had as
+        a dict, so older checkpoints read back) and how per-column summaries name them."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> LikelihoodParams:
+        """The inverse of :meth:`arrays`; a name that is not a field raises ``TypeError``."""
+        return cls(**arrays)
+
+    def contiguous(self) -> LikelihoodParams:
+        """These variables in C order (arrays already in C order are kept, not copied)."""
+        return LikelihoodParams.from_arrays({k: np.ascontiguousarray(v) for k, v in self.arrays().items()})
 
 
 class Likelihood(ABC):
@@ -59,6 +96,9 @@ class Likelihood(ABC):
     row_shift_invariant: bool = False
     #: Whether :meth:`psi_derivatives` is implemented.
     has_psi_derivatives: bool = False
+    #: Whether replica exchange can run over a ladder of this model (``tempering_scale`` and
+    #: ``tempered(scale)``, as :class:`~.gaussian.GaussianLikelihood` has them).
+    tempers: bool = False
 
     @abstractmethod
     def validate(self, Y: np.ndarray) -> None:
@@ -72,23 +112,24 @@ class Likelihood(ABC):
             Y0 = Y
         else:
             Y0 = np.where(observed, Y, 0.0)
-        return Prepared(Y0=Y0, observed=observed, extra=self._extra(Y, observed))
+        return self._prepare(Y, Y0, observed)
 
-    def _extra(self, Y: np.ndarray, observed: np.ndarray) -> dict:
-        return {}
+    def _prepare(self, Y: np.ndarray, Y0: np.ndarray, observed: np.ndarray) -> Prepared:
+        """The likelihood's constants of `Y` (`Y0` and `observed` already made from it)."""
+        return Prepared(Y0=Y0, observed=observed)
 
     @abstractmethod
-    def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
+    def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> LikelihoodParams:
         """Starting values of ``beta`` (``L x J``) and the likelihood's own variables."""
 
     @abstractmethod
-    def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
+    def loglik_rows(self, psi: np.ndarray, rows, params: LikelihoodParams, prep: Prepared) -> np.ndarray:
         """Log-likelihood of each row's observed entries; `psi` holds the rows `rows` (all ``J`` columns)."""
 
     @abstractmethod
     def update_params(
-        self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared
-    ) -> dict:
+        self, rng: np.random.Generator, Phi: np.ndarray, params: LikelihoodParams, prep: Prepared
+    ) -> LikelihoodParams:
         """One Gibbs/MCMC update of ``beta`` and the other likelihood variables given ``Phi``."""
 
     @abstractmethod
@@ -98,7 +139,7 @@ class Likelihood(ABC):
         psi_u: np.ndarray,
         row_pos: np.ndarray,
         cols: np.ndarray,
-        params: dict,
+        params: LikelihoodParams,
         prep: Prepared | None = None,
         rows: np.ndarray | None = None,
     ) -> np.ndarray:
@@ -111,14 +152,18 @@ class Likelihood(ABC):
 
     @abstractmethod
     def mean(
-        self, psi: np.ndarray, params: dict, rows: np.ndarray | None = None, prep: Prepared | None = None
+        self,
+        psi: np.ndarray,
+        params: LikelihoodParams,
+        rows: np.ndarray | None = None,
+        prep: Prepared | None = None,
     ) -> np.ndarray:
         """Predicted mean of each entry (``psi`` is ``n x J`` for rows `rows` of the data `prep`
         was made from), the quantity perplexity normalises. `prep` carries per-row constants
         such as the size factors' offsets (:mod:`.offsets`)."""
 
     def psi_derivatives(
-        self, psi: np.ndarray, rows: np.ndarray, params: dict, prep: Prepared
+        self, psi: np.ndarray, rows: np.ndarray, params: LikelihoodParams, prep: Prepared
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(g, h, t)``, each shaped like `psi` (the rows `rows`, all ``J`` columns): the first
         derivative of each observed entry's log-likelihood ``f`` in its linear predictor, minus

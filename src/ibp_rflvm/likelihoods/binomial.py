@@ -7,12 +7,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import expit, gammaln
 
 from .._validation import MAX_COUNT, _positions
-from .base import Prepared
+from .base import LikelihoodParams, Prepared
 from .polya_gamma import LogisticPG, check_finite_counts, softplus
+
+
+@dataclass(frozen=True, kw_only=True)
+class BinomialPrepared(Prepared):
+    """The binomial's constants: each entry's trials (0 where unobserved, so those entries drop
+    out as entries with no trials do) and ``log C(n, y)`` summed over each row."""
+
+    trials: np.ndarray
+    logc_rows: np.ndarray
 
 
 class BinomialLikelihood(LogisticPG):
@@ -79,17 +90,19 @@ class BinomialLikelihood(LogisticPG):
                 f"{_positions(over)}; a {self.name} count must be at most n_trials"
             )
 
-    def _extra(self, Y: np.ndarray, observed: np.ndarray) -> dict:
+    def _prepare(self, Y: np.ndarray, Y0: np.ndarray, observed: np.ndarray) -> BinomialPrepared:
         y = np.where(observed, Y, 0.0)
         trials = np.where(observed, self._n_matrix(Y.shape), 0.0)
         logc = gammaln(trials + 1.0) - gammaln(y + 1.0) - gammaln(trials - y + 1.0)
-        return {"trials": trials, "logc_rows": np.sum(logc, axis=1, dtype=np.float64)}
+        return BinomialPrepared(
+            Y0=Y0, observed=observed, trials=trials, logc_rows=np.sum(logc, axis=1, dtype=np.float64)
+        )
 
-    def _trials(self, prep: Prepared) -> np.ndarray:
-        return prep.extra["trials"]
+    def _trials(self, prep: BinomialPrepared) -> np.ndarray:
+        return prep.trials
 
-    def _row_const(self, params: dict, prep: Prepared) -> np.ndarray:
-        return prep.extra["logc_rows"]
+    def _row_const(self, params: LikelihoodParams, prep: BinomialPrepared) -> np.ndarray:
+        return prep.logc_rows
 
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
         entry_rows = None if rows is None else np.asarray(rows)[row_pos]
@@ -98,5 +111,5 @@ class BinomialLikelihood(LogisticPG):
         logc = gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
         return logc + y * psi - n * softplus(psi)
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: LikelihoodParams, rows=None, prep=None) -> np.ndarray:
         return self._entry_trials(rows, None, psi.shape[0]) * expit(psi)

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .._validation import check_magnitude
-from .base import Prepared
+from .base import LikelihoodParams, Prepared
 
 __all__ = ["GaussianLikelihood", "GaussianPrior"]
 
@@ -65,6 +65,9 @@ class GaussianLikelihood:
     default_bias = False
     kind = "real"
     row_shift_invariant = False
+    #: Replica exchange (``n_replicas > 1``) may run over this model's noise prior: its levels
+    #: are :meth:`tempered` copies with larger scales (:mod:`ibp_rflvm.mcmc.tempering`).
+    tempers = True
 
     def __init__(self, a0: float = 1.0, b0: float = 1.0):
         self.prior = GaussianPrior(float(a0), float(b0))
@@ -75,20 +78,30 @@ class GaussianLikelihood:
 
     def prepare(self, Y: np.ndarray) -> Prepared:
         observed = ~np.isnan(Y)
-        return Prepared(Y0=np.where(observed, Y, 0.0), observed=observed, extra={})
+        return Prepared(Y0=np.where(observed, Y, 0.0), observed=observed)
 
-    def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep) -> np.ndarray:
+    @property
+    def tempering_scale(self) -> float:
+        """The scale a replica-exchange ladder raises level by level: the noise prior's ``b0``."""
+        return self.prior.b0
+
+    def tempered(self, scale: float) -> GaussianLikelihood:
+        """This model with the noise prior's scale ``b0`` replaced by `scale` (one level of a
+        replica-exchange ladder)."""
+        return GaussianLikelihood(a0=self.prior.a0, b0=scale)
+
+    def loglik_rows(self, psi: np.ndarray, rows, params: LikelihoodParams, prep) -> np.ndarray:
         """Row log-likelihoods given explicit ``(beta, sigma^2)``: used for new rows (transform),
         where the weights of a posterior sample are held fixed."""
-        var = params["sigma2"]
+        var = params.sigma2
         y = prep.Y0[rows]
         ll = -0.5 * (LOG_2PI + np.log(var) + (y - psi) ** 2 / var)
         return np.sum(np.where(prep.observed[rows], ll, 0.0), axis=1, dtype=np.float64)
 
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
-        var = params["sigma2"][cols]
+        var = params.sigma2[cols]
         mean = psi_u[row_pos, cols]
         return -0.5 * (LOG_2PI + np.log(var) + (y - mean) ** 2 / var)
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: LikelihoodParams, rows=None, prep=None) -> np.ndarray:
         return psi

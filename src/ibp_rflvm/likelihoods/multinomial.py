@@ -24,6 +24,7 @@ softmax simply runs over its other observed categories, and ``psi_iJ = 0`` never
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -31,7 +32,7 @@ from scipy.linalg.blas import dsyrk as _syrk
 from scipy.special import gammaln, logsumexp
 
 from .. import blocks as _blocks
-from .base import Likelihood, Prepared
+from .base import Likelihood, LikelihoodParams, Prepared
 from .polya_gamma import _FAST, _positive, check_finite_counts, cholesky_draw, draw_pg, exp_poly
 
 #: When category j holds more than ``1 - exp(-_CANCEL)`` of a row's mass, ``xi`` is recomputed
@@ -138,6 +139,17 @@ def _log_softmax(psi: np.ndarray) -> np.ndarray:
     return psi - logsumexp(psi, axis=1, keepdims=True)
 
 
+@dataclass(frozen=True, kw_only=True)
+class MultinomialPrepared(Prepared):
+    """The multinomial's constants: each row's total over its observed categories, the log of
+    its multinomial coefficient, and whether it carries information about the weights (at
+    least two observed categories and a count)."""
+
+    n_rows: np.ndarray
+    logc_rows: np.ndarray
+    informative: np.ndarray
+
+
 class MultinomialLikelihood(Likelihood):
     """Multinomial rows (e.g. bag-of-words documents), with a softmax link over the columns.
 
@@ -171,29 +183,37 @@ class MultinomialLikelihood(Likelihood):
         if np.asarray(Y).shape[1] < 2:
             raise ValueError("the multinomial likelihood needs at least 2 categories (columns)")
 
-    def _extra(self, Y: np.ndarray, observed: np.ndarray) -> dict:
+    def _prepare(self, Y: np.ndarray, Y0: np.ndarray, observed: np.ndarray) -> MultinomialPrepared:
         y = np.where(observed, Y, 0.0)
         n = np.sum(y, axis=1, dtype=np.float64)
         n_cats = np.sum(observed, axis=1)
         logc = gammaln(n + 1.0) - np.sum(np.where(observed, gammaln(y + 1.0), 0.0), axis=1, dtype=np.float64)
         # Rows with one observed category or no counts have likelihood 1: no information.
         informative = (n_cats >= 2) & (n > 0)
-        return {"n_rows": n, "logc_rows": logc, "informative": informative}
+        return MultinomialPrepared(
+            Y0=Y0, observed=observed, n_rows=n, logc_rows=logc, informative=informative
+        )
 
-    def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
-        ex = prep.extra
-        args = (prep.Y0, prep.observed, ex["n_rows"], ex["logc_rows"])
+    def loglik_rows(
+        self, psi: np.ndarray, rows, params: LikelihoodParams, prep: MultinomialPrepared
+    ) -> np.ndarray:
+        args = (prep.Y0, prep.observed, prep.n_rows, prep.logc_rows)
         return _blocks.row_kernel(_multinomial_rows, psi, rows, *args)
 
-    def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
+    def init_params(
+        self, rng: np.random.Generator, Phi: np.ndarray, prep: MultinomialPrepared
+    ) -> LikelihoodParams:
         # One sweep of the category updates from beta = 0 (all categories equally likely).
-        return self.update_params(rng, Phi, {"beta": np.zeros((Phi.shape[1], prep.Y0.shape[1]))}, prep)
+        start = LikelihoodParams(beta=np.zeros((Phi.shape[1], prep.Y0.shape[1])))
+        return self.update_params(rng, Phi, start, prep)
 
-    def update_params(self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared) -> dict:
+    def update_params(
+        self, rng: np.random.Generator, Phi: np.ndarray, params: LikelihoodParams, prep: MultinomialPrepared
+    ) -> LikelihoodParams:
         obs = prep.observed
-        n = prep.extra["n_rows"]
-        informative = prep.extra["informative"]
-        beta = params["beta"].copy()
+        n = prep.n_rows
+        informative = prep.informative
+        beta = params.beta.copy()
         N, L = Phi.shape
         J = beta.shape[1]
         psi = Phi @ beta
@@ -215,10 +235,10 @@ class MultinomialLikelihood(Likelihood):
             beta_j = _gaussian_draw(prec, tau, rhs, rng.standard_normal(L))
             beta[:, j] = beta_j
             _commit_category(psi, j, Phi @ beta_j, xi, obs, log_total)
-        return {"beta": beta}
+        return LikelihoodParams(beta=beta)
 
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
         return y * _log_softmax(psi_u)[row_pos, cols]
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: LikelihoodParams, rows=None, prep=None) -> np.ndarray:
         return np.exp(_log_softmax(psi))

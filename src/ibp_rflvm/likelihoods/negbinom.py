@@ -16,12 +16,14 @@ both sums over the OBSERVED entries of column ``j`` only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 from scipy.special import gammaln
 
 from .. import blocks as _blocks
-from .base import Prepared
-from .offsets import add_offset, check_size_factors, offset_extra, offset_of
+from .base import LikelihoodParams, Prepared
+from .offsets import add_offset, check_size_factors, offset_arrays, offset_of
 from .polya_gamma import (
     LogisticPG,
     _positive,
@@ -33,6 +35,29 @@ from .polya_gamma import (
 
 # A Gamma draw with a tiny shape can round to 0, where lgamma(r) is infinite.
 _R_MIN = 1e-300
+
+
+class RowConstCache:
+    """The row constants of the last dispersions seen, as one ``(key, value)`` pair: assigned in
+    one go, so that a reader on another thread never sees a key without its value."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self) -> None:
+        self.entry: tuple[bytes, np.ndarray] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NegBinomPrepared(Prepared):
+    """The negative binomial's constants: the positive observed counts as a sparse list (only
+    they carry the ``r``-dependent ``lgamma(y + r) - lgamma(r)``), ``-sum log(y!)`` per row, and
+    the cache of each row's full constant under the current ``r``."""
+
+    pos_rows: np.ndarray
+    pos_cols: np.ndarray
+    pos_y: np.ndarray
+    logc_rows: np.ndarray
+    r_cache: RowConstCache = field(default_factory=RowConstCache)
 
 
 class NegBinomLikelihood(LogisticPG):
@@ -65,7 +90,7 @@ class NegBinomLikelihood(LogisticPG):
     def validate(self, Y: np.ndarray) -> None:
         check_finite_counts(Y, "the negative binomial likelihood")
 
-    def _extra(self, Y: np.ndarray, observed: np.ndarray) -> dict:
+    def _prepare(self, Y: np.ndarray, Y0: np.ndarray, observed: np.ndarray) -> NegBinomPrepared:
         y = np.where(observed, Y, 0.0)
         # Only positive counts carry lgamma(y + r) - lgamma(r) (it is 0 at y = 0), so the
         # r-dependent part of log c(y) is a sum over this sparse list.
@@ -73,53 +98,53 @@ class NegBinomLikelihood(LogisticPG):
         yv = y[rows, cols]
         N = Y.shape[0]
         logc = -np.bincount(rows, weights=gammaln(yv + 1.0), minlength=N)
-        return {
-            "pos_rows": rows, "pos_cols": cols, "pos_y": yv, "logc_rows": logc, "r_cache": {},
-            **offset_extra(self.size_factors, Y, observed),
-        }  # fmt: skip
+        offset, row_offset = offset_arrays(self.size_factors, Y, observed)
+        return NegBinomPrepared(
+            Y0=Y0, observed=observed, offset=offset, row_offset=row_offset, pos_rows=rows, pos_cols=cols,
+            pos_y=yv, logc_rows=logc,
+        )  # fmt: skip
 
-    def _r(self, params: dict) -> np.ndarray:
-        return params["r"]
+    def _r(self, params: LikelihoodParams) -> np.ndarray:
+        return params.r
 
-    def _row_const(self, params: dict, prep: Prepared) -> np.ndarray:
+    def _row_const(self, params: LikelihoodParams, prep: NegBinomPrepared) -> np.ndarray:
         """``sum_j [lgamma(y + r_j) - lgamma(r_j) - lgamma(y + 1)]`` per row, cached per ``r``.
 
         Computed once each time ``r`` changes (once per sweep), never inside a proposal.
         """
-        r = params["r"]
+        r = params.r
         key = r.tobytes()
-        cache = prep.extra["r_cache"]
-        hit = cache.get("const")
+        hit = prep.r_cache.entry
         if hit is not None and hit[0] == key:
             return hit[1]
-        ex = prep.extra
-        rc = r[ex["pos_cols"]]
-        part = gammaln(ex["pos_y"] + rc) - gammaln(rc)
-        const = ex["logc_rows"] + np.bincount(ex["pos_rows"], weights=part, minlength=ex["logc_rows"].size)
-        # One tuple assignment, so a reader never sees a key without its value.
-        cache["const"] = (key, const)
+        rc = r[prep.pos_cols]
+        part = gammaln(prep.pos_y + rc) - gammaln(rc)
+        const = prep.logc_rows + np.bincount(prep.pos_rows, weights=part, minlength=prep.logc_rows.size)
+        prep.r_cache.entry = (key, const)
         return const
 
-    def _initial(self, prep: Prepared) -> dict:
-        return {"r": np.full(prep.Y0.shape[1], self.e0 / self.f0)}
+    def _initial(self, prep: Prepared, beta: np.ndarray) -> LikelihoodParams:
+        return LikelihoodParams(beta=beta, r=np.full(prep.Y0.shape[1], self.e0 / self.f0))
 
-    def update_params(self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared) -> dict:
-        beta = self._draw_beta(rng, Phi, params["beta"], params, prep)
+    def update_params(
+        self, rng: np.random.Generator, Phi: np.ndarray, params: LikelihoodParams, prep: NegBinomPrepared
+    ) -> LikelihoodParams:
+        beta = self._draw_beta(rng, Phi, params.beta, params, prep)
         psi = add_offset(_blocks.matmul_rows(Phi, beta), prep)
-        r = params["r"]
+        r = params.r
         tables = crt_column_totals(rng, prep.Y0, prep.observed, r)
         rate = self.f0 + softplus_column_sums(psi, prep.observed)
         r_new = np.maximum(rng.gamma(self.e0 + tables, 1.0 / rate), _R_MIN)
-        return {"beta": beta, "r": r_new}
+        return LikelihoodParams(beta=beta, r=r_new)
 
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
-        r = params["r"][cols]
+        r = params.r[cols]
         psi = psi_u[row_pos, cols]
         off = offset_of(prep, rows)
         if off is not None:
             psi = psi + off[row_pos]
         return gammaln(y + r) - gammaln(r) - gammaln(y + 1.0) + y * psi - (y + r) * softplus(psi)
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: LikelihoodParams, rows=None, prep=None) -> np.ndarray:
         with np.errstate(over="ignore"):
-            return params["r"][None, :] * np.exp(add_offset(psi, prep, rows))
+            return params.r[None, :] * np.exp(add_offset(psi, prep, rows))

@@ -3,7 +3,7 @@
 Rows of count data differ in depth (a cell's library size, a document's length). With size
 factor ``s_i`` the linear predictor of row ``i`` is ``psi_ij = phi_i beta_j + log s_i``, so the
 latent space need not spend a dimension on depth. The offset ``log s_i`` is a per-data constant:
-it lives in ``Prepared.extra["offset"]`` and the likelihood adds it wherever it evaluates
+it lives in ``Prepared.offset`` and the likelihood adds it wherever it evaluates
 ``psi``; everything outside the likelihood keeps working with ``psi = Phi beta``.
 
 ``size_factors`` is one of
@@ -74,19 +74,19 @@ def row_offsets(size_factors, Y: np.ndarray, observed: np.ndarray) -> np.ndarray
     return np.log(size_factors)
 
 
-def offset_extra(size_factors, Y: np.ndarray, observed: np.ndarray) -> dict:
-    """The ``Prepared.extra`` entries: ``offset`` (None without size factors, so the NumPy paths
-    skip the addition) and ``row_offset`` (always an array, zeros without size factors, for the
-    compiled kernels: adding 0.0 leaves every value, and so the chain, unchanged)."""
+def offset_arrays(size_factors, Y: np.ndarray, observed: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(offset, row_offset)`` of :class:`~.base.Prepared`: ``offset`` None without size factors
+    (so the NumPy paths skip the addition), ``row_offset`` always an array (zeros without size
+    factors, for the compiled kernels: adding 0.0 leaves every value, and so the chain, unchanged)."""
     off = row_offsets(size_factors, Y, observed)
-    return {"offset": None if size_factors is None else off, "row_offset": off}
+    return (None if size_factors is None else off), off
 
 
 def offset_of(prep, rows=None) -> np.ndarray | None:
     """The offsets of `rows` (all rows when None) from `prep`, or None when there are none."""
     if prep is None:
         return None
-    off = prep.extra.get("offset")
+    off = prep.offset
     if off is None:
         return None
     return off if rows is None else off[np.asarray(rows)]
@@ -124,5 +124,5 @@ def for_new_rows(lik: Likelihood, size_factors=None) -> Likelihood:
 
 
 __all__ = [
-    "TOTAL", "add_offset", "check_size_factors", "for_new_rows", "offset_extra", "offset_of", "row_offsets",
+    "TOTAL", "add_offset", "check_size_factors", "for_new_rows", "offset_arrays", "offset_of", "row_offsets",
 ]  # fmt: skip

@@ -11,14 +11,16 @@ observed rows only.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
 from .. import blocks as _blocks
 from ..samplers.ess import elliptical_slice
-from .base import Likelihood, Prepared
-from .offsets import add_offset, check_size_factors, offset_extra, offset_of
+from .base import Likelihood, LikelihoodParams, Prepared
+from .offsets import add_offset, check_size_factors, offset_arrays, offset_of
 from .polya_gamma import _FAST, _positive, check_finite_counts, exp_poly, gaussian_weights
 
 
@@ -77,6 +79,15 @@ def _poisson_cols(psi, cols, Y0, observed, off, const, out):
             out[k] += term if observed[i, j] else 0.0
 
 
+@dataclass(frozen=True, kw_only=True)
+class PoissonPrepared(Prepared):
+    """The Poisson's constants: ``-sum log(y!)`` over each row's and each column's observed
+    entries (the row log-likelihoods and the weights' column updates add them)."""
+
+    logc_rows: np.ndarray
+    logc_cols: np.ndarray
+
+
 class PoissonLikelihood(Likelihood):
     """Poisson counts with a log link.
 
@@ -102,35 +113,39 @@ class PoissonLikelihood(Likelihood):
     def validate(self, Y: np.ndarray) -> None:
         check_finite_counts(Y, "the poisson likelihood")
 
-    def _extra(self, Y: np.ndarray, observed: np.ndarray) -> dict:
+    def _prepare(self, Y: np.ndarray, Y0: np.ndarray, observed: np.ndarray) -> PoissonPrepared:
         logc = np.where(observed, -gammaln(np.where(observed, Y, 0.0) + 1.0), 0.0)
-        return {
-            "logc_rows": np.sum(logc, axis=1, dtype=np.float64),
-            "logc_cols": np.sum(logc, axis=0, dtype=np.float64),
-            **offset_extra(self.size_factors, Y, observed),
-        }
+        offset, row_offset = offset_arrays(self.size_factors, Y, observed)
+        return PoissonPrepared(
+            Y0=Y0, observed=observed, offset=offset, row_offset=row_offset,
+            logc_rows=np.sum(logc, axis=1, dtype=np.float64),
+            logc_cols=np.sum(logc, axis=0, dtype=np.float64),
+        )  # fmt: skip
 
-    def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
-        ex = prep.extra
-        args = (prep.Y0, prep.observed, ex["row_offset"], ex["logc_rows"])
+    def loglik_rows(
+        self, psi: np.ndarray, rows, params: LikelihoodParams, prep: PoissonPrepared
+    ) -> np.ndarray:
+        args = (prep.Y0, prep.observed, prep.row_offset, prep.logc_rows)
         return _blocks.row_kernel(_poisson_rows, psi, rows, *args)
 
     def psi_derivatives(self, psi, rows, params, prep):
         g, h, t = np.empty(psi.shape), np.empty(psi.shape), np.empty(psi.shape)
         rows = np.asarray(rows, dtype=np.int64)
-        args = (prep.Y0, prep.observed, prep.extra["row_offset"])
+        args = (prep.Y0, prep.observed, prep.row_offset)
         _poisson_derivatives(np.ascontiguousarray(psi), rows, *args, g, h, t)
         return g, h, t
 
-    def _columns_loglik(self, psi: np.ndarray, cols: np.ndarray, prep: Prepared) -> np.ndarray:
+    def _columns_loglik(self, psi: np.ndarray, cols: np.ndarray, prep: PoissonPrepared) -> np.ndarray:
         out = np.empty(cols.size)
         _poisson_cols(
             np.ascontiguousarray(psi), np.asarray(cols, dtype=np.int64), prep.Y0, prep.observed,
-            prep.extra["row_offset"], prep.extra["logc_cols"], out,
+            prep.row_offset, prep.logc_cols, out,
         )  # fmt: skip
         return out
 
-    def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
+    def init_params(
+        self, rng: np.random.Generator, Phi: np.ndarray, prep: PoissonPrepared
+    ) -> LikelihoodParams:
         # Start from a draw of the Gaussian (Laplace) approximation at psi = log(y + 1/2): weights
         # y + 1/2, working response log(y + 1/2). Near the posterior even for large counts, which
         # the prior-ellipse moves of ESS would take many sweeps to reach from beta = 0. The
@@ -142,11 +157,13 @@ class PoissonLikelihood(Likelihood):
         if off is not None:
             target -= off[:, None]
         beta = gaussian_weights(rng, Phi, w, Phi.T @ (w * target), self.prior_scale**-2)
-        return self.update_params(rng, Phi, {"beta": beta}, prep)
+        return self.update_params(rng, Phi, LikelihoodParams(beta=beta), prep)
 
-    def update_params(self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared) -> dict:
+    def update_params(
+        self, rng: np.random.Generator, Phi: np.ndarray, params: LikelihoodParams, prep: PoissonPrepared
+    ) -> LikelihoodParams:
         s = self.prior_scale
-        beta = params["beta"]
+        beta = params.beta
         J = beta.shape[1]
         all_cols = np.arange(J)
 
@@ -156,7 +173,7 @@ class PoissonLikelihood(Likelihood):
         with np.errstate(over="ignore"):
             ll = self._columns_loglik(Phi @ beta, all_cols, prep)
             units, _, _, _ = elliptical_slice(rng, beta.T / s, loglik, ll)
-        return {"beta": np.ascontiguousarray(s * units.T)}
+        return LikelihoodParams(beta=np.ascontiguousarray(s * units.T))
 
     def logpdf_entries(self, y, psi_u, row_pos, cols, params, prep=None, rows=None) -> np.ndarray:
         psi = psi_u[row_pos, cols]
@@ -166,6 +183,6 @@ class PoissonLikelihood(Likelihood):
         with np.errstate(over="ignore"):
             return y * psi - np.exp(psi) - gammaln(y + 1.0)
 
-    def mean(self, psi: np.ndarray, params: dict, rows=None, prep=None) -> np.ndarray:
+    def mean(self, psi: np.ndarray, params: LikelihoodParams, rows=None, prep=None) -> np.ndarray:
         with np.errstate(over="ignore"):
             return np.exp(add_offset(psi, prep, rows))

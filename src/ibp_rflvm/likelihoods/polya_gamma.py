@@ -28,6 +28,7 @@ random draws from per-block streams, so the numbers do not depend on the thread 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from numba import njit, types
@@ -36,7 +37,7 @@ from numba.extending import intrinsic
 from .. import blocks as _blocks
 from .._validation import _positions, check_counts
 from ..samplers.crt import crt_draw
-from .base import Likelihood, Prepared
+from .base import Likelihood, LikelihoodParams, Prepared
 from .offsets import offset_of
 from .pg_draws import draw_pg_exact, pg_mean, pg_var
 
@@ -436,18 +437,18 @@ class LogisticPG(Likelihood):
         """``N x J`` numbers of trials (0 where unobserved), or None when ``b = y + r``."""
         return None
 
-    def _r(self, params: dict) -> np.ndarray:
+    def _r(self, params: LikelihoodParams) -> np.ndarray:
         raise NotImplementedError
 
-    def _row_const(self, params: dict, prep: Prepared) -> np.ndarray:
+    def _row_const(self, params: LikelihoodParams, prep: Prepared) -> np.ndarray:
         raise NotImplementedError
 
     # interface --------------------------------------------------------------------------
-    def loglik_rows(self, psi: np.ndarray, rows, params: dict, prep: Prepared) -> np.ndarray:
+    def loglik_rows(self, psi: np.ndarray, rows, params: LikelihoodParams, prep: Prepared) -> np.ndarray:
         args = (*self._entry_args(params, prep), self._row_const(params, prep))
         return _blocks.row_kernel(_logistic_rows, psi, rows, *args)
 
-    def _entry_args(self, params: dict, prep: Prepared) -> tuple:
+    def _entry_args(self, params: LikelihoodParams, prep: Prepared) -> tuple:
         """What the row kernels need, after ``psi, rows``, to make each entry's ``(x, y, b)``."""
         trials = self._trials(prep)
         use_trials = trials is not None
@@ -456,7 +457,7 @@ class LogisticPG(Likelihood):
         else:
             trials = np.zeros((0, 0))
             r = self._r(params)
-        off = prep.extra.get("row_offset")
+        off = prep.row_offset
         if off is None:
             off = np.zeros(prep.Y0.shape[0])
         return (prep.Y0, prep.observed, off, trials, r, use_trials)
@@ -467,7 +468,7 @@ class LogisticPG(Likelihood):
         _logistic_derivatives(np.ascontiguousarray(psi), np.asarray(rows, dtype=np.int64), *args, g, h, t)
         return g, h, t
 
-    def _b(self, params: dict, prep: Prepared) -> np.ndarray:
+    def _b(self, params: LikelihoodParams, prep: Prepared) -> np.ndarray:
         trials = self._trials(prep)
         if trials is not None:
             return trials
@@ -506,19 +507,20 @@ class LogisticPG(Likelihood):
         del kappa
         return gaussian_weights(rng, Phi, omega, rhs, self.prior_scale**-2)
 
-    def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> dict:
+    def init_params(self, rng: np.random.Generator, Phi: np.ndarray, prep: Prepared) -> LikelihoodParams:
         # One Gibbs step from beta = 0 lands in the bulk of the conditional posterior at once.
-        params = self._initial(prep)
-        params["beta"] = np.zeros((Phi.shape[1], prep.Y0.shape[1]))
+        params = self._initial(prep, np.zeros((Phi.shape[1], prep.Y0.shape[1])))
         return self.update_params(rng, Phi, params, prep)
 
-    def _initial(self, prep: Prepared) -> dict:
-        return {}
+    def _initial(self, prep: Prepared, beta: np.ndarray) -> LikelihoodParams:
+        """The start from which :meth:`init_params` takes one Gibbs step: weights `beta` and the
+        subclass's own variables."""
+        return LikelihoodParams(beta=beta)
 
-    def update_params(self, rng: np.random.Generator, Phi: np.ndarray, params: dict, prep: Prepared) -> dict:
-        new = dict(params)
-        new["beta"] = self._draw_beta(rng, Phi, params["beta"], params, prep)
-        return new
+    def update_params(
+        self, rng: np.random.Generator, Phi: np.ndarray, params: LikelihoodParams, prep: Prepared
+    ) -> LikelihoodParams:
+        return replace(params, beta=self._draw_beta(rng, Phi, params.beta, params, prep))
 
 
 def _kappa_in_place(kappa: np.ndarray, Y0: np.ndarray, observed: np.ndarray, omega, off) -> None:

@@ -1,4 +1,4 @@
-"""What a chain keeps: per-sweep traces and the samples after burn-in (:class:`ChainRecord`).
+"""What a chain keeps: per-sweep traces, move counts and the samples after burn-in (:class:`ChainRecord`).
 
 A kept sample is a :class:`Sample`; the reconstruction (the likelihood's mean averaged over the
 kept samples) is computed from them on demand rather than summed during the chain, so that a
@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..features import feature_map
+from ..likelihoods.base import LikelihoodParams
 from ..state import ChainState, ModelSpec
 
 TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
@@ -20,16 +21,56 @@ TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
 _LATER_TRACES = {"ibp_beta": 1.0}
 #: Traces stored under another name by earlier versions.
 _OLD_NAMES = {"ibp_beta": "beta"}
+#: A move count of a sweep run before the counts were kept (a checkpoint of an older version).
+NOT_RECORDED = -1
+
+
+class MoveCounts(NamedTuple):
+    """What a sweep's moves did: the counts of :class:`ibp_rflvm.model.SweepInfo` (0 for a move
+    the sweep does not run). One sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves`
+    holds each as a ``chains x sweeps`` array.
+
+    ``z_flips``: entries of ``Z`` the slice step's Gibbs pass changed, ``new_dims``: the
+    dimensions it added; ``flips``: accepted joint ``(z, x)`` flips; ``transfers`` and
+    ``absorbs``: accepted pair moves, of ``transfers_proposed`` and ``absorbs_proposed``;
+    ``births`` and ``deaths``: singleton dimensions born and removed; ``x_evals``: likelihood
+    evaluations of the rows' elliptical slice sampling; ``w_accepted``: accepted frequencies.
+    """
+
+    z_flips: int
+    new_dims: int
+    flips: int
+    transfers_proposed: int
+    transfers: int
+    absorbs_proposed: int
+    absorbs: int
+    births: int
+    deaths: int
+    x_evals: int
+    w_accepted: int
+
+    @classmethod
+    def of(cls, info) -> MoveCounts:
+        """The counts of one sweep's info (a :class:`~ibp_rflvm.model.SweepInfo`)."""
+        return cls(*(int(getattr(info, name)) for name in cls._fields))
 
 
 class Sample(NamedTuple):
     """One kept sample: the latent positions ``H = X * Z``, the frequencies ``W``, the
-    likelihood's variables (``params["beta"]``: the weights) and the IBP's sticks ``pi``."""
+    likelihood's variables (``params.beta``: the weights) and the IBP's sticks ``pi``."""
 
     H: np.ndarray
     W: np.ndarray
-    params: dict
+    params: LikelihoodParams
     pi: np.ndarray
+
+    def to_tree(self) -> dict:
+        """The sample for a checkpoint (its variables by name, as checkpoints store them)."""
+        return {**self._asdict(), "params": self.params.arrays()}
+
+    @classmethod
+    def from_tree(cls, tree: dict) -> Sample:
+        return cls(**{**tree, "params": LikelihoodParams.from_arrays(tree["params"])})
 
 
 @dataclass
@@ -44,10 +85,15 @@ class ChainRecord:
     #: The IBP's sharing parameter (1 throughout for the one-parameter IBP).
     ibp_beta: list = field(default_factory=list)
     samples: list = field(default_factory=list)
+    #: Each sweep's :class:`MoveCounts`.
+    moves: list = field(default_factory=list)
 
     def add(self, state: ChainState, info, keep: bool) -> None:
-        """Append `state`'s traces (`info`: its sweep's, with ``k_plus`` and ``n_components``)
-        and, with `keep`, the state as a sample."""
+        """Append `state`'s traces and its sweep's move counts (`info`: the sweep's; its
+        ``recorded`` :class:`~ibp_rflvm.model.SweepInfo` is the recorded state's) and, with
+        `keep`, the state as a sample."""
+        info = info.recorded
+        self.moves.append(MoveCounts.of(info))
         self.n_active.append(info.k_plus)
         self.loglik.append(state.loglik)
         self.alpha.append(state.alpha)
@@ -57,13 +103,9 @@ class ChainRecord:
         if keep:
             # C order, as a checkpoint gives them back: predictions from a resumed chain's
             # samples then take the same arithmetic path as from the uninterrupted chain's.
-            params = {
-                k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
-                for k, v in state.params.items()
-            }
             self.samples.append(
                 Sample(
-                    np.ascontiguousarray(state.H), np.ascontiguousarray(state.W), params,
+                    np.ascontiguousarray(state.H), np.ascontiguousarray(state.W), state.params.contiguous(),
                     np.ascontiguousarray(state.pi),
                 )
             )  # fmt: skip
@@ -76,7 +118,7 @@ class ChainRecord:
         lik = spec.likelihood
         total = None
         for sample in self.samples:
-            psi = feature_map(sample.H, sample.W, spec.bias) @ sample.params["beta"]
+            psi = feature_map(sample.H, sample.W, spec.bias) @ sample.params.beta
             # Count likelihoods may need the training-row index and per-row constants (binomial
             # trials per entry, size factors), which `prep` holds.
             mean = lik.mean(psi, sample.params, rows=np.arange(psi.shape[0]), prep=prep)
@@ -90,7 +132,12 @@ class ChainRecord:
         traces = {
             n: np.asarray(getattr(self, n), dtype=np.int64 if n in ints else np.float64) for n in TRACES
         }
-        return {"traces": traces, "samples": [s._asdict() for s in self.samples]}
+        moves = np.array(self.moves, dtype=np.int64).reshape(len(self.moves), len(MoveCounts._fields))
+        return {
+            "traces": traces,
+            "moves": {name: moves[:, i] for i, name in enumerate(MoveCounts._fields)},
+            "samples": [s.to_tree() for s in self.samples],
+        }
 
     @classmethod
     def from_tree(cls, tree: dict) -> ChainRecord:
@@ -102,7 +149,14 @@ class ChainRecord:
             n: np.asarray(saved[n]).tolist() if saved[n] is not None else [_LATER_TRACES[n]] * n_sweeps
             for n in TRACES
         }
-        return cls(**traces, samples=[Sample(**s) for s in tree["samples"]])
+        # Counts a checkpoint written before they were kept lacks: NOT_RECORDED for its sweeps.
+        saved_moves = tree.get("moves", {})
+        columns = [
+            np.asarray(saved_moves[name]).tolist() if name in saved_moves else [NOT_RECORDED] * n_sweeps
+            for name in MoveCounts._fields
+        ]
+        moves = [MoveCounts(*row) for row in zip(*columns, strict=True)]
+        return cls(**traces, samples=[Sample.from_tree(s) for s in tree["samples"]], moves=moves)
 
 
 @dataclass

@@ -37,7 +37,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..likelihoods.gaussian import GaussianLikelihood
 from ..model import ChainState, Data, ModelSpec, SweepInfo, SweepKernel, build_sweep
 from ..targets import CollapsedGaussianTarget, make_target
 from .driver import _plain, drive, settings_description
@@ -59,8 +58,10 @@ class Ladder:
         return cls(tuple(float(b0) * r for r in ratios))
 
 
-def _check_gaussian(spec: ModelSpec) -> None:
-    if not isinstance(spec.likelihood, GaussianLikelihood):
+def _check_tempers(spec: ModelSpec) -> None:
+    # Asked of the likelihood, not its class: any model with a ladder (``tempers``,
+    # ``tempering_scale``, ``tempered``) whose target scores a state under every level's prior.
+    if not getattr(spec.likelihood, "tempers", False):
         raise ValueError(
             "replica exchange over the noise prior (n_replicas > 1) needs likelihood='gaussian'; "
             f"got {spec.likelihood.name!r}"
@@ -69,15 +70,14 @@ def _check_gaussian(spec: ModelSpec) -> None:
 
 def ladder_for(spec: ModelSpec, n_levels: int, top: float) -> Ladder:
     """The geometric ladder of `n_levels` noise-prior scales from `spec`'s ``b0`` to ``top * b0``."""
-    _check_gaussian(spec)
-    return Ladder.geometric(spec.likelihood.prior.b0, top, n_levels)
+    _check_tempers(spec)
+    return Ladder.geometric(spec.likelihood.tempering_scale, top, n_levels)
 
 
 def level_specs(spec: ModelSpec, ladder: Ladder) -> list[ModelSpec]:
     """The model at each level: `spec` with the noise prior's scale replaced."""
-    _check_gaussian(spec)
-    a0 = spec.likelihood.prior.a0
-    return [replace(spec, likelihood=GaussianLikelihood(a0=a0, b0=b)) for b in ladder.b0]
+    _check_tempers(spec)
+    return [replace(spec, likelihood=spec.likelihood.tempered(b)) for b in ladder.b0]
 
 
 class TemperedState(NamedTuple):
@@ -116,6 +116,11 @@ class TemperedInfo(NamedTuple):
     parity: int
     accepted: np.ndarray
     k_plus_levels: list[int]
+
+    @property
+    def recorded(self) -> SweepInfo:
+        """The cold level's sweep info, which the record keeps with the cold level's state."""
+        return self.cold
 
     @property
     def k_plus(self) -> int:

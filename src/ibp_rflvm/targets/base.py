@@ -25,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..likelihoods.base import LikelihoodParams
 from ..samplers import dp_mixture
 from ..samplers.dimension_moves import RowTarget
 from ..state import ChainState, Data
@@ -111,8 +112,8 @@ class View(Protocol):
         """The frequencies' Metropolis-Hastings step; the number accepted."""
 
     def finish(
-        self, rng: np.random.Generator, w: Work, params: dict
-    ) -> tuple[np.ndarray | None, dict, float]:
+        self, rng: np.random.Generator, w: Work, params: LikelihoodParams
+    ) -> tuple[np.ndarray | None, LikelihoodParams, float]:
         """Draw the likelihood's own variables: ``(completed Y, params, log-likelihood)``."""
 
 
@@ -125,12 +126,12 @@ class Target(Protocol):
 
     def start(
         self, rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray
-    ) -> tuple[np.ndarray | None, dict, float]:
+    ) -> tuple[np.ndarray | None, LikelihoodParams, float]:
         """``(completed Y, params, log-likelihood)`` of the starting state."""
 
-    def view(self, w: Work, params: dict) -> View: ...
+    def view(self, w: Work, params: LikelihoodParams) -> View: ...
 
-    def x_view(self, w: Work, params: dict, view: View | None) -> View: ...
+    def x_view(self, w: Work, params: LikelihoodParams, view: View | None) -> View: ...
 
 
 def mean_filled(data: Data) -> np.ndarray:

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from ..features import feature_map, row_features
+from ..likelihoods.base import LikelihoodParams
 from ..likelihoods.gaussian import LOG_2PI, GaussianPrior
 from ..samplers.absorb import ordered_pairs
 from ..samplers.transfer import aligned_pairs
@@ -120,21 +121,22 @@ class CollapsedGaussianTarget:
     def start_positions(self, k: int) -> np.ndarray:
         return pca_start(mean_filled(self.data), k)
 
-    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[np.ndarray, dict, float]:
+    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[np.ndarray, LikelihoodParams, float]:
         Phi = feature_map(X * Z, W, self.bias)
         Y0 = mean_filled(self.data)
         cache = build_cache(Phi, Y0, self.prior)
         Y1, beta, sigma2, mean = impute(rng, Phi, Y0, self.data.missing, cache, self.prior)
-        return Y1, {"beta": beta, "sigma2": sigma2}, observed_loglik(Y1, self.data.observed, mean, sigma2)
+        params = LikelihoodParams(beta=beta, sigma2=sigma2)
+        return Y1, params, observed_loglik(Y1, self.data.observed, mean, sigma2)
 
-    def view(self, w: Work, params: dict) -> CollapsedView:
+    def view(self, w: Work, params: LikelihoodParams) -> CollapsedView:
         return CollapsedView(self, w)
 
-    def x_view(self, w: Work, params: dict, view) -> CollapsedView:
+    def x_view(self, w: Work, params: LikelihoodParams, view) -> CollapsedView:
         # X and W move after Z: the features are computed afresh.
         return CollapsedView(self, w)
 
-    def scorer(self, Phi: np.ndarray, params: dict):
+    def scorer(self, Phi: np.ndarray, params: LikelihoodParams):
         """``f(Phi_d)``: the collapsed log-likelihood of the data completed by this sample's
         mean, so the weights adapt to a changed ``Phi`` (the effective dimensions' score).
 
@@ -142,7 +144,7 @@ class CollapsedGaussianTarget:
         (zeros or column means would fight the observed ones); it favours the full model
         slightly, as those entries fit it exactly, which only matters when much of the data is
         unobserved."""
-        Yc = np.where(self.data.observed, self.data.Y, Phi @ params["beta"])
+        Yc = np.where(self.data.observed, self.data.Y, Phi @ params.beta)
         return lambda Phi_d: build_cache(Phi_d, Yc, self.prior).loglik
 
     def loglik_under(self, Y: np.ndarray, Phi: np.ndarray, priors: list[GaussianPrior]) -> np.ndarray:
@@ -212,8 +214,9 @@ class CollapsedView:
         )
         return accepted
 
-    def finish(self, rng, w: Work, params: dict) -> tuple[np.ndarray, dict, float]:
+    def finish(self, rng, w: Work, params: LikelihoodParams) -> tuple[np.ndarray, LikelihoodParams, float]:
         Phi = feature_map(w.X * w.Z, w.W, self.t.bias)
         cache = build_cache(Phi, w.Y, self.t.prior)
         Y, beta, sigma2, mean = impute(rng, Phi, w.Y, self.t.data.missing, cache, self.t.prior)
-        return Y, {"beta": beta, "sigma2": sigma2}, observed_loglik(Y, self.t.data.observed, mean, sigma2)
+        params = LikelihoodParams(beta=beta, sigma2=sigma2)
+        return Y, params, observed_loglik(Y, self.t.data.observed, mean, sigma2)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import blocks as _blocks
 from ..features import feature_map
+from ..likelihoods.base import LikelihoodParams
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
 from .factorised_state import FactorisedState, update_w, update_x, update_z
@@ -79,29 +80,29 @@ class FactorisedTarget:
         np.sqrt(np.maximum(Y0, 0.0, out=Y0), out=Y0)
         return pca_start(Y0, k, overwrite=True)
 
-    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[None, dict, float]:
+    def start(self, rng: np.random.Generator, X, Z, W) -> tuple[None, LikelihoodParams, float]:
         Phi = feature_map(X * Z, W, self.bias)
         params = self.lik.init_params(rng, Phi, self.prep)
         return None, params, self.loglik(Phi, params)
 
-    def loglik(self, Phi: np.ndarray, params: dict) -> float:
+    def loglik(self, Phi: np.ndarray, params: LikelihoodParams) -> float:
         rows = np.arange(Phi.shape[0])
-        ll = self.lik.loglik_rows(_blocks.matmul_rows(Phi, params["beta"]), rows, params, self.prep)
+        ll = self.lik.loglik_rows(_blocks.matmul_rows(Phi, params.beta), rows, params, self.prep)
         return float(np.sum(ll, dtype=np.float64))
 
-    def view(self, w: Work, params: dict) -> FactorisedView:
-        fs = FactorisedState(w.X, w.Z, w.W, self.bias, params["beta"], self.lik, params, self.prep)
+    def view(self, w: Work, params: LikelihoodParams) -> FactorisedView:
+        fs = FactorisedState(w.X, w.Z, w.W, self.bias, params.beta, self.lik, params, self.prep)
         return FactorisedView(self, fs)
 
-    def x_view(self, w: Work, params: dict, view) -> FactorisedView:
+    def x_view(self, w: Work, params: LikelihoodParams, view) -> FactorisedView:
         # The state the moves of Z kept consistent serves X and W too.
         return view if view is not None else self.view(w, params)
 
-    def scorer(self, Phi: np.ndarray, params: dict):
+    def scorer(self, Phi: np.ndarray, params: LikelihoodParams):
         """``f(Phi_d)``: the observed entries' log-likelihood with this sample's weights held
         fixed (these models have no closed-form marginal to let the weights adapt)."""
         rows = np.arange(Phi.shape[0])
-        beta = params["beta"]
+        beta = params.beta
         lik, prep = self.lik, self.prep
 
         def loglik(Phi_d: np.ndarray) -> float:
@@ -131,7 +132,7 @@ class FactorisedView(ArrayMoves):
     def update_w(self, rng, w: Work) -> int:
         return update_w(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.fs)
 
-    def finish(self, rng, w: Work, params: dict) -> tuple[None, dict, float]:
+    def finish(self, rng, w: Work, params: LikelihoodParams) -> tuple[None, LikelihoodParams, float]:
         self.fs.psi = None  # stale once beta changes; freed so the weight update has its N x J room
         params = self.t.lik.update_params(rng, self.fs.Phi, params, self.t.prep)
         return w.Y, params, self.t.loglik(self.fs.Phi, params)

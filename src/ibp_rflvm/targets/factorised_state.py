@@ -22,7 +22,7 @@ from numba import njit
 
 from .. import blocks as _blocks
 from ..features import feature_map, frequency_columns
-from ..likelihoods.base import Likelihood, Prepared
+from ..likelihoods.base import Likelihood, LikelihoodParams, Prepared
 from ..samplers import ibp
 from ..samplers.ess import elliptical_slice
 from .frequency_bound import FrequencyBound
@@ -31,7 +31,7 @@ from .frequency_bound import FrequencyBound
 class FactorisedState:
     """``Phi``, ``psi = Phi beta`` and the per-row log-likelihoods, kept consistent with X, Z, W."""
 
-    def __init__(self, X, Z, W, bias, beta, lik: Likelihood, params: dict, prep: Prepared):
+    def __init__(self, X, Z, W, bias, beta, lik: Likelihood, params: LikelihoodParams, prep: Prepared):
         self.bias = bias
         self.lik = lik
         self.params = params
