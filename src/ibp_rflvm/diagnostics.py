@@ -216,10 +216,12 @@ def move_rates(posterior: Posterior) -> dict[str, np.ndarray]:
     return {
         "z_flips_per_sweep": ratio(total(moves.z_flips), n_sweeps),
         "flips_per_sweep": ratio(total(moves.flips), n_sweeps),
+        "flip_rate": ratio(total(moves.flips), total(moves.flips_proposed)),
         "transfer_rate": ratio(total(moves.transfers), total(moves.transfers_proposed)),
         "absorb_rate": ratio(total(moves.absorbs), total(moves.absorbs_proposed)),
         "births_per_sweep": ratio(total(moves.births), n_sweeps),
         "deaths_per_sweep": ratio(total(moves.deaths), n_sweeps),
+        "singleton_rate": ratio(total(moves.singletons), total(moves.singletons_proposed)),
         # One Metropolis-Hastings proposal per frequency per sweep.
         "w_accept_rate": ratio(total(moves.w_accepted), n_freq * n_sweeps),
         "x_evals_per_row": ratio(total(moves.x_evals), n_rows * n_sweeps),
@@ -239,12 +241,14 @@ def move_table(posterior: Posterior) -> Any:
     pandas.DataFrame
         Rows ``chain 0``, ...; columns ``z_flips_per_sweep`` (entries of ``Z`` the slice step's
         Gibbs pass changed), ``flips_per_sweep`` (accepted joint ``(z, x)`` flips),
-        ``transfer_rate`` and ``absorb_rate`` (accepted over proposed row transfers and
-        absorb/emit moves), ``births_per_sweep`` and ``deaths_per_sweep`` (singleton
-        dimensions), ``w_accept_rate`` (accepted frequencies over ``n_frequencies`` per sweep)
-        and ``x_evals_per_row`` (likelihood evaluations of the elliptical slice sampler of
-        ``X`` per row per sweep). NaN where nothing was proposed or no kept sweep was counted;
-        the moves a sweep does not run (the dense model's, the paper's sampler's) count 0.
+        ``flip_rate``, ``transfer_rate`` and ``absorb_rate`` (accepted over proposed joint flips,
+        row transfers and absorb/emit moves), ``births_per_sweep`` and ``deaths_per_sweep``
+        (singleton dimensions), ``singleton_rate`` (accepted over proposed singleton
+        births/deaths, one proposal a row), ``w_accept_rate`` (accepted frequencies over
+        ``n_frequencies`` per sweep) and ``x_evals_per_row`` (likelihood evaluations of the
+        elliptical slice sampler of ``X`` per row per sweep). NaN where nothing was proposed or
+        no kept sweep was counted; the moves a sweep does not run (the dense model's, the
+        paper's sampler's) count 0.
     """
     import pandas as pd
 

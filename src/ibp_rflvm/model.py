@@ -63,7 +63,8 @@ class SweepInfo:
     slice: float = math.nan
     new_dims: int = 0
     z_flips: int = 0
-    #: The dimension moves: accepted flips, ``(proposed, accepted)`` pair moves, singletons.
+    #: The dimension moves: ``(proposed, accepted)`` joint flips, pair moves and singleton
+    #: births/deaths (a row's proposal), and the singleton dimensions born and removed.
     flips: int = 0
     transfers_proposed: int = 0
     transfers: int = 0
@@ -71,6 +72,9 @@ class SweepInfo:
     absorbs: int = 0
     births: int = 0
     deaths: int = 0
+    flips_proposed: int = 0
+    singletons_proposed: int = 0
+    singletons: int = 0
     seconds_moves: MoveSeconds = field(default_factory=MoveSeconds)
     #: Likelihood evaluations of the elliptical slice sampler of ``X``; accepted frequencies.
     x_evals: int = 0
@@ -193,7 +197,7 @@ def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: V
     t0 = time.perf_counter()
     counts = w.Z.sum(axis=0).astype(np.int64)
     q = spec.flip_scale
-    flips = view.flips(rng, w, counts, q, prior)
+    flips_proposed, flips = view.flips(rng, w, counts, q, prior)
     t_flips = time.perf_counter()
     budget = spec.pair_budget(w.W.shape[1])
     transfers = absorbs = (0, 0)
@@ -211,9 +215,10 @@ def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: V
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
     seconds = MoveSeconds(t_flips - t0, t_transfers - t_flips, t1 - t_transfers, t2 - t1)
     return {
-        "flips": int(flips), "transfers_proposed": int(transfers[0]), "transfers": int(transfers[1]),
-        "absorbs_proposed": int(absorbs[0]), "absorbs": int(absorbs[1]), "births": born["births"],
-        "deaths": born["deaths"], "seconds_moves": seconds,
+        "flips_proposed": int(flips_proposed), "flips": int(flips), "transfers_proposed": int(transfers[0]),
+        "transfers": int(transfers[1]), "absorbs_proposed": int(absorbs[0]), "absorbs": int(absorbs[1]),
+        "singletons_proposed": born["singletons_proposed"], "singletons": born["singletons"],
+        "births": born["births"], "deaths": born["deaths"], "seconds_moves": seconds,
     }  # fmt: skip
 
 

@@ -49,13 +49,16 @@ def test_the_record_keeps_every_sweeps_counts_and_summary_reports_their_rates(fi
         np.testing.assert_array_equal(getattr(post.moves, name), [[getattr(i, name) for i in infos]])
     kept = infos[BURN_IN:]
     proposed = {
-        "transfer": sum(i.transfers_proposed for i in kept), "absorb": sum(i.absorbs_proposed for i in kept)
+        "transfer": sum(i.transfers_proposed for i in kept), "absorb": sum(i.absorbs_proposed for i in kept),
+        "flip": sum(i.flips_proposed for i in kept), "singleton": sum(i.singletons_proposed for i in kept),
     }  # fmt: skip
     assert min(proposed.values()) > 0, "the check needs pair moves proposed"
     n_rows, n_kept = post.shape[0], len(kept)
     expected = {
         "z_flips_per_sweep": sum(i.z_flips for i in kept) / n_kept,
         "flips_per_sweep": sum(i.flips for i in kept) / n_kept,
+        "flip_rate": sum(i.flips for i in kept) / proposed["flip"],
+        "singleton_rate": sum(i.singletons for i in kept) / proposed["singleton"],
         "transfer_rate": sum(i.transfers for i in kept) / proposed["transfer"],
         "absorb_rate": sum(i.absorbs for i in kept) / proposed["absorb"],
         "births_per_sweep": sum(i.births for i in kept) / n_kept,
@@ -79,7 +82,7 @@ def test_moves_a_sweep_does_not_run_count_zero_and_have_no_rate():
     m = RFLVM(n_components=2, n_iter=4, n_frequencies=4, random_state=0).fit(Y)
     row = move_table(m.posterior_).loc["chain 0"]
     assert row["flips_per_sweep"] == row["births_per_sweep"] == row["z_flips_per_sweep"] == 0.0
-    assert np.isnan(row["transfer_rate"]) and np.isnan(row["absorb_rate"])
+    assert np.isnan(row["transfer_rate"]) and np.isnan(row["absorb_rate"]) and np.isnan(row["flip_rate"])
     assert 0.0 <= row["w_accept_rate"] <= 1.0
 
 

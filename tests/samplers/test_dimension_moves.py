@@ -66,7 +66,7 @@ def test_collapsed_moves_keep_the_row_cache_exact():
         n, L = Phi.shape
         args = (dims.X, dims.Z, dims.W, False, Phi, Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
                 prior.a0 + 0.5 * n, prior.b0, prior.constant(n, Y.shape[1]))  # fmt: skip
-        n_flips += flip_rows(rng, *args, counts, 0.5, IBP.propose, IBP.log_ratio, IBP.hyper)
+        n_flips += flip_rows(rng, *args, counts, 0.5, IBP.propose, IBP.log_ratio, IBP.hyper)[1]
         target = CollapsedRows(Phi, Y, cache, prior, False)
         dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target, IBP)
         births += info["births"]
@@ -101,7 +101,7 @@ def test_factorised_moves_keep_phi_psi_and_row_logliks():
     flips = births = deaths = 0
     for _ in range(20):
         counts = dims.Z.sum(axis=0).astype(np.int64)
-        flips += dm.flip_columns(rng, dims.X, dims.Z, dims.W, counts, 0.5, target, IBP)
+        flips += dm.flip_columns(rng, dims.X, dims.Z, dims.W, counts, 0.5, target, IBP)[1]
         assert np.array_equal(counts, dims.Z.sum(axis=0))
         dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target, IBP)
         births += info["births"]

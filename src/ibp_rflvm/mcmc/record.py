@@ -34,7 +34,9 @@ class MoveCounts(NamedTuple):
     dimensions it added; ``flips``: accepted joint ``(z, x)`` flips; ``transfers`` and
     ``absorbs``: accepted pair moves, of ``transfers_proposed`` and ``absorbs_proposed``;
     ``births`` and ``deaths``: singleton dimensions born and removed; ``x_evals``: likelihood
-    evaluations of the rows' elliptical slice sampling; ``w_accepted``: accepted frequencies.
+    evaluations of the rows' elliptical slice sampling; ``w_accepted``: accepted frequencies;
+    ``flips_proposed``: proposed joint flips; ``singletons``: accepted singleton birth/death
+    proposals (one a row), of ``singletons_proposed``.
     """
 
     z_flips: int
@@ -48,6 +50,9 @@ class MoveCounts(NamedTuple):
     deaths: int
     x_evals: int
     w_accepted: int
+    flips_proposed: int
+    singletons_proposed: int
+    singletons: int
 
     @classmethod
     def of(cls, info) -> MoveCounts:

@@ -126,15 +126,17 @@ def proposed_x(z_cur: int, z_new: int, x_cur: float, x_prop: float) -> float:
 
 @njit(cache=True)
 def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, log_ratio, hyper, accepted):
-    """Accept or reject the proposed moves of column `d` row by row (``m_-i,d`` couples them)."""
+    """Accept or reject the proposed moves of column `d` row by row (``m_-i,d`` couples them);
+    ``(proposed, accepted)``."""
     N = Z.shape[0]
-    n_acc = 0
+    tried = n_acc = 0
     for i in range(N):
         accepted[i] = False
         z_cur = Z[i, d]
         m_other = counts[d] - z_cur
         if m_other == 0:
             continue
+        tried += 1
         z_new = z_prop[i]
         ratio = entry_log_ratio(log_ratio, hyper, z_cur, z_new, X[i, d], x_prop[i], m_other, N, q_sd)
         if math.log(rng.random()) < ratio + delta_ll[i]:
@@ -143,14 +145,14 @@ def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, log_ratio
             counts[d] += z_new - z_cur
             accepted[i] = True
             n_acc += 1
-    return n_acc
+    return tried, n_acc
 
 
 #: The accept step of one column's moves, for targets that score the proposals their own way.
 accept_flips = _flip_column
 
 
-def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, prior) -> int:
+def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, prior) -> tuple[int, int]:
     """Joint ``(z_id, x_id)`` moves for a row-factorised target, one dimension at a time.
 
     Given the weights, row ``i``'s likelihood depends only on its own latent row, so the
@@ -160,11 +162,12 @@ def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target,
     (the prior's proposal does not read ``m``), which no other row's move changes, so drawing
     them all first is the same kernel as drawing each one in turn. Acceptance as in
     :func:`entry_log_ratio`, with `prior`'s ratio (:class:`ibp_rflvm.priors.FeaturePrior`;
-    for the IBP, flips ``z -> 1 - z``). `X`, `Z`, `counts` are updated in place.
+    for the IBP, flips ``z -> 1 - z``). `X`, `Z`, `counts` are updated in place. Returns
+    ``(proposed, accepted)``.
     """
     N, K = Z.shape
     accepted = np.zeros(N, dtype=np.bool_)
-    n_acc = 0
+    tried = n_acc = 0
     for d in range(K):
         e = rng.standard_normal(N)
         z_d = Z[:, d]
@@ -174,12 +177,14 @@ def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target,
         H_alt = X * Z
         H_alt[:, d] = x_new * z_prop
         delta = target.deltas(H_alt, W)
-        n_acc += _flip_column(
+        t, a = _flip_column(
             rng, X, Z, d, x_prop, z_prop, delta, counts, q_sd, prior.log_ratio, prior.hyper, accepted
         )
-        if accepted.any():
+        tried += t
+        n_acc += a
+        if a:
             target.accept_rows(np.flatnonzero(accepted))
-    return n_acc
+    return tried, n_acc
 
 
 # --------------------------------------------------------------------------------------------
@@ -250,12 +255,13 @@ def singleton_birth_death(
     """
     N = dims.Z.shape[0]
     k_new, counts, rows = singleton_plan(rng, dims.Z, prior.singleton_rate(N, alpha))
-    births = deaths = 0
+    births = deaths = proposed = accepted = 0
     for i in rows:
         old = owned_alone(dims.Z[i], counts)
         k = int(k_new[i])
         if k == 0 and old.size == 0:
             continue
+        proposed += 1
         if max_dims is not None and dims.Z.shape[1] - old.size + k > max_dims:
             continue
         W_ext, mu_ext, Sigma_ext = dims.W, dims.mu, dims.Sigma
@@ -289,4 +295,5 @@ def singleton_birth_death(
         )  # fmt: skip
         births += k
         deaths += old.size
-    return dims, {"births": births, "deaths": deaths}
+        accepted += 1
+    return dims, {"births": births, "deaths": deaths, "singletons_proposed": proposed, "singletons": accepted}

@@ -82,9 +82,11 @@ class View(Protocol):
     def gibbs_z(self, rng: np.random.Generator, w: Work, counts: np.ndarray, room: np.ndarray) -> int:
         """The slice sampler's Gibbs pass of every ``z_id`` (dimensions in ``w``'s order)."""
 
-    def flips(self, rng: np.random.Generator, w: Work, counts: np.ndarray, q_sd: float, prior) -> int:
+    def flips(
+        self, rng: np.random.Generator, w: Work, counts: np.ndarray, q_sd: float, prior
+    ) -> tuple[int, int]:
         """Joint ``(z_id, x_id)`` moves of the dimensions other rows use, with the prior on ``Z``
-        `prior` (:class:`ibp_rflvm.priors.FeaturePrior`); the number accepted."""
+        `prior` (:class:`ibp_rflvm.priors.FeaturePrior`); ``(proposed, accepted)``."""
 
     def transfers(
         self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,

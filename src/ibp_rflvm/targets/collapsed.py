@@ -178,7 +178,7 @@ class CollapsedView:
     def gibbs_z(self, rng, w: Work, counts, room) -> int:
         return gibbs_z_rows(rng, *self._args(w, self._cache(w)), w.pi, counts, room)
 
-    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> int:
+    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> tuple[int, int]:
         cache = self._cache(w)
         moves = (prior.propose, prior.log_ratio, prior.hyper)
         n_acc = flip_rows(rng, *self._args(w, cache), counts, q_sd, *moves)

@@ -125,13 +125,13 @@ def flip_rows(
     The prior on ``Z`` proposes the new value (``propose(rng, z)``; the IBP's is the flip) and
     gives its ratio (``log_ratio``, :class:`ibp_rflvm.priors.FeaturePrior`). Acceptance:
     ``log u < entry_log_ratio(...) + ll' - ll`` (see :func:`entry_log_ratio`), with the
-    collapsed likelihood evaluated by the rank-2 row cache. Returns the number accepted.
+    collapsed likelihood evaluated by the rank-2 row cache. Returns ``(proposed, accepted)``.
     """
     N, K = X.shape
     L = Phi.shape[1]
     J = Y.shape[1]
     phi_new, v, u, r, s, w1, w2, Qn, m2, h = row_buffers(L, J, K)
-    n_acc = 0
+    tried = n_acc = 0
     for i in range(N):
         prepare_row(Phi[i], A, P, v, r)
         for d in range(K):
@@ -139,6 +139,7 @@ def flip_rows(
             m_other = counts[d] - z_cur
             if m_other == 0:
                 continue  # a singleton (or an empty column): the birth/death move's business
+            tried += 1
             x_prop = q_sd * rng.standard_normal() if z_cur == 0 else rng.standard_normal()
             z_new = propose(rng, z_cur)
             log_u = math.log(rng.random())
@@ -158,7 +159,7 @@ def flip_rows(
                 counts[d] += z_new - z_cur
                 n_acc += 1
                 prepare_row(Phi[i], A, P, v, r)
-    return n_acc
+    return tried, n_acc
 
 
 @njit(cache=True, fastmath=FAST)

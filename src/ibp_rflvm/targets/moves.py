@@ -23,7 +23,7 @@ class ArrayMoves:
             self._rows = self._row_target()
         return self._rows
 
-    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> int:
+    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> tuple[int, int]:
         return flip_columns(rng, w.X, w.Z, w.W, counts, q_sd, self.row_target, prior)
 
     def transfers(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
