@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import blocks
+from .likelihoods.base import LikelihoodParams
 from .samplers import dimension_moves, dp_mixture, ibp
 from .samplers.ibp_beta import update_beta
 from .state import ChainState, Data, ModelSpec
@@ -222,7 +223,9 @@ def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: V
     }  # fmt: skip
 
 
-def _slice_step(rng: np.random.Generator, w: Work, spec: ModelSpec, target: Target, params: dict, info: dict):
+def _slice_step(
+    rng: np.random.Generator, w: Work, spec: ModelSpec, target: Target, params: LikelihoodParams, info: dict
+):
     """The paper's stick-breaking slice step (one-parameter IBP): represent the sticks above the
     slice, then the Gibbs pass of ``Z`` in decreasing-stick order. Returns the view it used."""
     keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)

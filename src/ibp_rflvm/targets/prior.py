@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..likelihoods.base import LikelihoodParams
 from ..samplers import ibp
 from .base import Work
 from .moves import ArrayMoves
@@ -51,13 +52,13 @@ class PriorTarget:
     def start(self, rng: np.random.Generator, X, Z, W):
         return self.start_from.start(rng, X, Z, W)
 
-    def view(self, w: Work, params: dict) -> PriorView:
+    def view(self, w: Work, params: LikelihoodParams) -> PriorView:
         return PriorView()
 
-    def x_view(self, w: Work, params: dict, view) -> PriorView:
+    def x_view(self, w: Work, params: LikelihoodParams, view) -> PriorView:
         return view if view is not None else PriorView()
 
-    def scorer(self, Phi: np.ndarray, params: dict):
+    def scorer(self, Phi: np.ndarray, params: LikelihoodParams):
         return lambda Phi_d: 0.0
 
 
@@ -90,5 +91,5 @@ class PriorView(ArrayMoves):
             w.W = w.mu[w.zeta] + np.einsum("mab,mb->ma", chol[w.zeta], e)
         return 0
 
-    def finish(self, rng, w: Work, params: dict):
+    def finish(self, rng, w: Work, params: LikelihoodParams):
         return w.Y, params, 0.0
