@@ -20,6 +20,22 @@ def select(mask, cur, alt):
     return tuple(jnp.where(m, a, c) for m, c, a in zip(shaped, cur, alt, strict=True))
 
 
+def _round(s, prop, ll_p, aux_p, log_y, u):
+    """One round of every unit's search, given its proposal's score: a unit above its slice
+    level keeps the proposal and stops; a rejected one shrinks its bracket towards the current
+    point (``theta = 0``) and draws its next angle from the uniform `u`."""
+    i, theta, lo, hi, active, xn, lln, auxn, n_evals = s
+    ok = active & (ll_p > log_y)
+    xn, lln = select(ok, (xn, lln), (prop, ll_p))
+    auxn = select(ok, auxn, aux_p)
+    rej = active & ~ok
+    below = theta < 0.0
+    lo = jnp.where(rej & below, theta, lo)
+    hi = jnp.where(rej & ~below, theta, hi)
+    theta = jnp.where(rej, lo + u * (hi - lo), theta)
+    return i + 1, theta, lo, hi, rej, xn, lln, auxn, n_evals + jnp.sum(active)
+
+
 def elliptical_slice(key, x: jax.Array, loglik: Callable, ll: jax.Array, aux: tuple = ()):
     """One update of every unit (row) of `x` under an independent ``N(0, I)`` prior.
 
@@ -40,19 +56,11 @@ def elliptical_slice(key, x: jax.Array, loglik: Callable, ll: jax.Array, aux: tu
         return jnp.any(s[4])
 
     def body(s):
-        i, theta, lo, hi, active, xn, lln, auxn, n_evals = s
+        theta = s[1]
         prop = x * jnp.cos(theta)[:, None] + nu * jnp.sin(theta)[:, None]
         ll_p, aux_p = loglik(prop)
-        ok = active & (ll_p > log_y)
-        xn, lln = select(ok, (xn, lln), (prop, ll_p))
-        auxn = select(ok, auxn, aux_p)
-        rej = active & ~ok
-        below = theta < 0.0
-        lo = jnp.where(rej & below, theta, lo)
-        hi = jnp.where(rej & ~below, theta, hi)
-        u = jax.random.uniform(jax.random.fold_in(k_loop, i), (n,))
-        theta = jnp.where(rej, lo + u * (hi - lo), theta)
-        return i + 1, theta, lo, hi, rej, xn, lln, auxn, n_evals + jnp.sum(active)
+        u = jax.random.uniform(jax.random.fold_in(k_loop, s[0]), (n,))
+        return _round(s, prop, ll_p, aux_p, log_y, u)
 
     start = (0, theta, theta - 2.0 * math.pi, theta, jnp.ones(n, dtype=bool), x, ll, tuple(aux),
              jnp.zeros((), jnp.int64))  # fmt: skip
@@ -106,18 +114,10 @@ def elliptical_slice_rows(key, x: jax.Array, loglik_rows: Callable, ll: jax.Arra
             return jnp.sum(s[4]) > until
 
         def body(s):
-            i, theta, lo, hi, active, xn, lln, auxn, n_evals = s
+            theta = s[1]
             prop = x_b * jnp.cos(theta)[:, None] + nu_b * jnp.sin(theta)[:, None]
             ll_p, aux_p = loglik_rows(prop, sel)
-            ok = active & (ll_p > log_y_b)
-            xn, lln = select(ok, (xn, lln), (prop, ll_p))
-            auxn = select(ok, auxn, aux_p)
-            rej = active & ~ok
-            below = theta < 0.0
-            lo = jnp.where(rej & below, theta, lo)
-            hi = jnp.where(rej & ~below, theta, hi)
-            theta = jnp.where(rej, lo + uniforms(i, rows) * (hi - lo), theta)
-            return i + 1, theta, lo, hi, rej, xn, lln, auxn, n_evals + jnp.sum(active)
+            return _round(s, prop, ll_p, aux_p, log_y_b, uniforms(s[0], rows))
 
         return lax.while_loop(cond, body, s)
 

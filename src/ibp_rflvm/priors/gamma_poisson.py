@@ -91,8 +91,11 @@ def logarithmic(rng: np.random.Generator, p: float, size: int) -> np.ndarray:
     walks on term by term."""
     if not 0.0 < p < 1.0:
         raise ValueError(f"the logarithmic law needs 0 < p < 1; got {p!r}")
-    z = np.arange(1, 4096, dtype=np.float64)
-    terms = np.exp(z * math.log(p) - np.log(z)) / -math.log1p(-p)
+    # Enough terms to reach the first below 1e-18: p^z / (z L) <= 1e-18 once
+    # z >= (log(1e-18) + log(L)) / log(p), L = -log(1 - p).
+    norm = -math.log1p(-p)
+    z = np.arange(1, int((math.log(1e-18) + math.log(norm)) / math.log(p)) + 2, dtype=np.float64)
+    terms = np.exp(z * math.log(p) - np.log(z)) / norm
     cdf = np.cumsum(terms[: int(np.searchsorted(-terms, -1e-18)) + 1])
     u = rng.random(size)
     out = np.searchsorted(cdf, u, side="right").astype(np.int64) + 1
