@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import math
 
-from . import jax
+from . import jax, linalg
 
 jnp = jax.numpy
 lax = jax.lax
-_solve_triangular = jax.scipy.linalg.solve_triangular
 _gammaln = jax.scipy.special.gammaln
 
 
@@ -70,18 +69,20 @@ def log_t_predictive(
     ``nu_n = nu0 + n``, ``Psi_n = I + outer - s s^T / lambda_n``, predictive
     ``t_{nu_n - K + 1}(s / lambda_n, Psi_n (lambda_n + 1) / (lambda_n (nu_n - K + 1)))``. The
     inactive slots enter as an identity block with a zero deviation, so they add nothing to
-    the log-determinant or the Mahalanobis distance. Pure, so ``vmap`` runs it over components.
+    the log-determinant or the Mahalanobis distance. `n`, `s` and `outer` may carry a leading
+    batch of components (every label slot at once); the factorisations go through :mod:`.linalg`.
 
     Parameters
     ----------
     w : jax.Array
         ``(Kw,)`` the frequency scored.
     n : jax.Array or float
-        The component's number of members (without `w`); 0 gives the prior predictive.
+        The component's number of members (without `w`), ``()`` or ``(C,)``; 0 gives the prior
+        predictive.
     s : jax.Array
-        ``(Kw,)`` sum of the members.
+        ``(Kw,)`` or ``(C, Kw)``: sum of the members.
     outer : jax.Array
-        ``(Kw, Kw)`` sum of the members' outer products.
+        ``(Kw, Kw)`` or ``(C, Kw, Kw)``: sum of the members' outer products.
     active : jax.Array
         ``(Kw,)`` bool, the live slots.
     lam0 : float
@@ -90,7 +91,7 @@ def log_t_predictive(
     Returns
     -------
     jax.Array
-        Scalar float64 log density.
+        Float64 log density, one per component (``()`` or ``(C,)``).
     """
     pair = _pair_mask(active)
     K = jnp.sum(active).astype(jnp.float64)
@@ -99,13 +100,14 @@ def log_t_predictive(
     df = (K + 2.0 + n) - K + 1.0
     scale = (lam + 1.0) / (lam * df)
     s = jnp.where(active, s, 0.0)
-    cov = jnp.where(pair, (outer - s[:, None] * s[None, :] / lam) * scale, 0.0)
-    cov = cov + jnp.diag(jnp.where(active, scale, 1.0))
-    L = jnp.linalg.cholesky(cov)
-    dev = jnp.where(active, w - s / lam, 0.0)
-    y = _solve_triangular(L, dev, lower=True)
-    maha = jnp.dot(y, y)
-    logdet = jnp.sum(jnp.log(jnp.diagonal(L)))
+    lam_, scale_ = lam[..., None, None], scale[..., None, None]
+    cov = jnp.where(pair, (outer - s[..., :, None] * s[..., None, :] / lam_) * scale_, 0.0)
+    cov = cov + jnp.where(jnp.eye(active.shape[0], dtype=bool), jnp.where(active, scale_, 1.0), 0.0)
+    L = linalg.cholesky(cov)
+    dev = jnp.where(active, w - s / lam[..., None], 0.0)
+    y = linalg.solve_triangular(L, dev[..., :, None], lower=True)[..., 0]
+    maha = jnp.sum(y * y, axis=-1)
+    logdet = jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
     return (
         _gammaln(0.5 * (df + K))
         - _gammaln(0.5 * df)
@@ -113,9 +115,6 @@ def log_t_predictive(
         - logdet
         - 0.5 * (df + K) * jnp.log1p(maha / df)
     )
-
-
-_log_t_slots = jax.vmap(log_t_predictive, in_axes=(None, 0, 0, 0, None, None))
 
 
 def gibbs_assignments(
@@ -173,7 +172,7 @@ def gibbs_assignments(
         sums = sums.at[k].set(jnp.where(emptied, 0.0, sums[k] - w))
         outers = outers.at[k].set(jnp.where(emptied, 0.0, outers[k] - ww))
         occupied = counts > 0.0
-        logt = _log_t_slots(w, counts, sums, outers, active, lam0)
+        logt = log_t_predictive(w, counts, sums, outers, active, lam0)
         logits = jnp.where(occupied, jnp.log(jnp.where(occupied, counts, 1.0)) + logt, -jnp.inf)
         free = jnp.argmin(occupied)  # the first empty label slot
         prior = log_t_predictive(w, 0.0, zero_s, zero_o, active, lam0)
@@ -238,7 +237,7 @@ def sample_components(
     lam = lam0 + counts
     nu = K + 2.0 + counts
     psi = jnp.where(pair, eye + outers - sums[:, :, None] * sums[:, None, :] / lam[:, None, None], eye)
-    U = jnp.linalg.cholesky(psi)
+    U = linalg.cholesky(psi)
     rank = (jnp.cumsum(active) - 1).astype(jnp.float64)
     k_chi, k_low, k_mu = jax.random.split(key, 3)
     dof = jnp.where(active, nu[:, None] - rank[None, :], 1.0)
@@ -246,7 +245,7 @@ def sample_components(
     lower = jnp.tril(jnp.ones((Kw, Kw), dtype=bool), -1) & pair
     A = jnp.where(lower, jax.random.normal(k_low, (M, Kw, Kw)), 0.0) + diag[:, :, None] * eye
     # B = U A^-T, i.e. A B^T = U^T.
-    Bt = _solve_triangular(A, jnp.swapaxes(U, -1, -2), lower=True)
+    Bt = linalg.solve_triangular(A, jnp.swapaxes(U, -1, -2), lower=True)
     B = jnp.swapaxes(Bt, -1, -2)
     Sigma = B @ Bt
     Sigma = 0.5 * (Sigma + jnp.swapaxes(Sigma, -1, -2))

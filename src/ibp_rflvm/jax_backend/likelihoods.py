@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..likelihoods.base import LikelihoodParams
-from . import jax
+from . import jax, linalg
 from .crt import crt_column_totals
 from .polya_gamma import draw_pg
 from .rowsum import blocked_row_sum
@@ -98,10 +98,10 @@ def gaussian_draw(key, P: jax.Array, rhs: jax.Array) -> jax.Array:
     one batched Cholesky ``P = R R^T`` and two batched triangular solves,
     ``u = R^-T (R^-1 rhs + eps)``, whose mean is ``P^-1 rhs`` and covariance ``P^-1``."""
     J, L, _ = P.shape
-    R = jnp.linalg.cholesky(P)
+    R = linalg.cholesky(P)
     eps = jax.random.normal(key, (J, L, 1))
-    m = jax.scipy.linalg.solve_triangular(R, rhs.T[:, :, None], lower=True) + eps
-    u = jax.scipy.linalg.solve_triangular(jnp.swapaxes(R, 1, 2), m, lower=False)
+    m = linalg.solve_triangular(R, rhs.T[:, :, None], lower=True) + eps
+    u = linalg.solve_triangular(jnp.swapaxes(R, 1, 2), m, lower=False)
     return u[:, :, 0].T
 
 

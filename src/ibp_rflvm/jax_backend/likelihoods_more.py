@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..likelihoods.base import LikelihoodParams
-from . import jax
+from . import jax, linalg
 from .ess import elliptical_slice
 from .likelihoods import (
     BinomialDevice,
@@ -127,9 +127,9 @@ def one_column_weights(
     for one column, whose precision one product gives without the rows' outer products."""
     L = Phi.shape[1]
     P = rows_dot(Phi, omega[:, None] * Phi, groups, replicated) + prior_precision * jnp.eye(L)
-    R = jnp.linalg.cholesky(P)
-    m = jax.scipy.linalg.solve_triangular(R, rhs, lower=True) + jax.random.normal(key, (L,))
-    return jax.scipy.linalg.solve_triangular(R.T, m, lower=False)
+    R = linalg.cholesky(P)
+    m = linalg.solve_triangular(R, rhs, lower=True) + jax.random.normal(key, (L,))
+    return linalg.solve_triangular(R.T, m, lower=False)
 
 
 def _row_totals(data: DeviceData):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from . import ibp_device as zmoves
-from . import jax
+from . import jax, linalg
 from .dp_device import dp_step
 from .ess import elliptical_slice_rows
 from .programs import features_of
@@ -129,7 +129,7 @@ def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: 
     def row_total(v):
         return row_sum(v, cfg.dlik.row_groups, cfg.dlik.replicated)
 
-    chol = jnp.linalg.cholesky(Sigma)
+    chol = linalg.cholesky(Sigma)
     e = jax.random.normal(k_e, W.shape, dtype=jnp.float64)
     W_prop = (mu[zeta] + jnp.einsum("mab,mb->ma", chol[zeta], e)) * active[None, :]
     log_u = jnp.log(jax.random.uniform(k_u, (M,), dtype=jnp.float64))
