@@ -116,9 +116,14 @@ def main() -> None:
     p.add_argument("--no-jax", action="store_true")
     p.add_argument("--init-dims", type=int, default=25, help="the start's dimensions (K+ 20-30 at 25)")
     p.add_argument("--no-same-twice", action="store_true", help="skip the same-seed check (large N)")
+    p.add_argument("--run-length", type=int, default=None, help="sweeps per device call (default: library's)")
     a = p.parse_args()
     from ibp_rflvm.jax_backend import jax
+    from ibp_rflvm.jax_backend import kernel as device
 
+    if a.run_length is not None:
+        device.RUN_LENGTH = a.run_length
+    print(f"run length: {device.RUN_LENGTH} sweeps per device call")
     print(f"host: {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs")
     print(f"jax: {jax.__version__} devices {jax.devices()}")
     for size in a.sizes:

@@ -1,11 +1,13 @@
 """The types every layer shares: the model's settings (:class:`ModelSpec`), the training data
-(:class:`Data`) and one state of a chain (:class:`ChainState`)."""
+(:class:`Data`), one state of a chain (:class:`ChainState`) and what a sweep's moves did
+(:class:`MoveCounts`)."""
 
 from __future__ import annotations
 
 import math
 import numbers
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 import numpy as np
 
@@ -230,3 +232,45 @@ class ChainState:
             values["Y"] = Y
         values["params"] = LikelihoodParams.from_arrays(values["params"])
         return cls(**values)
+
+
+class MoveCounts(NamedTuple):
+    """What a sweep's moves did, the one definition of the per-sweep counts: the host's sweep
+    reports them in :class:`ibp_rflvm.model.SweepInfo`, the device's holds them in
+    ``DeviceInfo.moves`` (as device scalars), and the record keeps them (0 for a move the sweep
+    does not run). One sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves` holds each
+    as a ``chains x sweeps`` array.
+
+    ``z_flips``: entries of ``Z`` the slice step's Gibbs pass changed, ``new_dims``: the
+    dimensions it added; ``flips``: accepted joint ``(z, x)`` flips; ``transfers`` and
+    ``absorbs``: accepted pair moves, of ``transfers_proposed`` and ``absorbs_proposed``;
+    ``births`` and ``deaths``: singleton dimensions born and removed; ``x_evals``: likelihood
+    evaluations of the rows' elliptical slice sampling; ``w_accepted``: accepted frequencies;
+    ``flips_proposed``: proposed joint flips; ``singletons``: accepted singleton birth/death
+    proposals (one a row), of ``singletons_proposed``.
+    """
+
+    z_flips: int
+    new_dims: int
+    flips: int
+    transfers_proposed: int
+    transfers: int
+    absorbs_proposed: int
+    absorbs: int
+    births: int
+    deaths: int
+    x_evals: int
+    w_accepted: int
+    flips_proposed: int
+    singletons_proposed: int
+    singletons: int
+
+    @classmethod
+    def of(cls, info) -> MoveCounts:
+        """The counts of one sweep's info (a :class:`~ibp_rflvm.model.SweepInfo`), as ints."""
+        return cls(*(int(getattr(info, name)) for name in cls._fields))
+
+    @classmethod
+    def zeros(cls, zero) -> MoveCounts:
+        """Every count `zero` (a device scalar, for a sweep that fills in what it runs)."""
+        return cls(*([zero] * len(cls._fields)))

@@ -22,7 +22,9 @@ if "--batched" in sys.argv:
 from ibp_rflvm.jax_backend import sweep_kernel  # noqa: E402
 
 Y = np.random.default_rng(0).negative_binomial(2, 0.4, size=(120, 30)).astype(float)
-state, step = sweep_kernel(Y, likelihood="negbinom", n_frequencies=50, init_dims=25, max_dims=30, random_state=0)
+state, step = sweep_kernel(
+    Y, likelihood="negbinom", n_frequencies=50, init_dims=25, max_dims=30, random_state=0
+)
 step = jax.jit(step)
 scan = jax.jit(lambda s, ks: jax.lax.scan(lambda c, k: step(k, c), s, ks))
 keys = jax.random.split(jax.random.key(1), steps + 3 * scans)

@@ -65,7 +65,11 @@ def _jump_tables(key, n, r, live):
 
 
 def _crt_flat(key, n, r):
-    """``CRT(n_e, r_e)`` for flat float64 arrays (``n_e >= 0`` integers)."""
+    """``CRT(n_e, r_e)`` for flat float64 arrays (``n_e >= 0`` integers); NaN where ``n_e`` or
+    ``r_e`` is not finite or ``r_e <= 0`` (so that no loop waits on an entry that cannot end,
+    and a bad state shows as NaN downstream rather than as a wrong count)."""
+    bad = ~(jnp.isfinite(n) & jnp.isfinite(r) & (r > 0.0))
+    n, r = jnp.where(bad, 0.0, n), jnp.where(bad, 1.0, r)
     k_direct, k_jump = random.split(key)
     n_max = jnp.max(n, initial=0.0)
 
@@ -79,8 +83,9 @@ def _crt_flat(key, n, r):
     _, tables = lax.while_loop(cond, direct, (jnp.int32(0), jnp.zeros_like(n)))
 
     big = n > _DIRECT
-    return tables + over_selected(lambda k, nn, rr, live: _jump_tables(k, nn, rr, live & (nn > _DIRECT)),
-                                  k_jump, big, n, n, r)
+    jumps = over_selected(lambda k, nn, rr, live: _jump_tables(k, nn, rr, live & (nn > _DIRECT)),
+                          k_jump, big, n, n, r)  # fmt: skip
+    return jnp.where(bad, jnp.nan, tables) + jumps
 
 
 @jax.jit

@@ -14,6 +14,21 @@ jnp = jax.numpy
 lax = jax.lax
 
 
+#: A bound on the rounds of one update. Each rejection shrinks a unit's bracket by a uniform
+#: factor (by e on average), so after a few hundred rounds the proposal is the current point to
+#: the last bit, whose log-likelihood is above its slice level whenever it is finite: a unit
+#: still searching here has a NaN or infinite log-likelihood. It stays where it was and its
+#: log-likelihood is returned as NaN, for the sweep to report (``DeviceInfo.nonfinite_row``).
+MAX_ROUNDS = 1_000
+
+
+def _capped(s):
+    """`s` with the log-likelihood of every unit still searching at :data:`MAX_ROUNDS` set NaN."""
+    i, theta, lo, hi, active, xn, lln, auxn, n_evals = s
+    lln = jnp.where(active & (i >= MAX_ROUNDS), jnp.nan, lln)
+    return i, theta, lo, hi, active, xn, lln, auxn, n_evals
+
+
 def select(mask, cur, alt):
     """Rows of `alt` where `mask`, else of `cur` (tuples of arrays whose first axis is the unit)."""
     shaped = [mask.reshape((-1,) + (1,) * (c.ndim - 1)) for c in cur]
@@ -44,7 +59,8 @@ def elliptical_slice(key, x: jax.Array, loglik: Callable, ll: jax.Array, aux: tu
     linear predictors). Each round scores all units and keeps the proposals of those still
     searching: a unit stops at its first proposal above its slice level ``ll + log u``, and on
     each rejection its bracket shrinks towards the current point, so each unit's update is
-    exact. Returns ``(x, ll, aux, evaluations)``, the last counting the searching units' scores.
+    exact. Returns ``(x, ll, aux, evaluations)``, the last counting the searching units' scores;
+    a unit whose log-likelihood is not finite stops at :data:`MAX_ROUNDS` with ``ll`` NaN.
     """
     n = x.shape[0]
     k_nu, k_u, k_t, k_loop = jax.random.split(key, 4)
@@ -53,7 +69,7 @@ def elliptical_slice(key, x: jax.Array, loglik: Callable, ll: jax.Array, aux: tu
     theta = jax.random.uniform(k_t, (n,)) * (2.0 * math.pi)
 
     def cond(s):
-        return jnp.any(s[4])
+        return jnp.any(s[4]) & (s[0] < MAX_ROUNDS)
 
     def body(s):
         theta = s[1]
@@ -64,7 +80,7 @@ def elliptical_slice(key, x: jax.Array, loglik: Callable, ll: jax.Array, aux: tu
 
     start = (0, theta, theta - 2.0 * math.pi, theta, jnp.ones(n, dtype=bool), x, ll, tuple(aux),
              jnp.zeros((), jnp.int64))  # fmt: skip
-    s = lax.while_loop(cond, body, start)
+    s = _capped(lax.while_loop(cond, body, start))
     return s[5], s[6], s[7], s[8]
 
 
@@ -111,7 +127,7 @@ def elliptical_slice_rows(key, x: jax.Array, loglik_rows: Callable, ll: jax.Arra
         x_b, nu_b, log_y_b = x[sel], nu[sel], log_y[sel]
 
         def cond(s):
-            return jnp.sum(s[4]) > until
+            return (jnp.sum(s[4]) > until) & (s[0] < MAX_ROUNDS)
 
         def body(s):
             theta = s[1]
@@ -119,7 +135,7 @@ def elliptical_slice_rows(key, x: jax.Array, loglik_rows: Callable, ll: jax.Arra
             ll_p, aux_p = loglik_rows(prop, sel)
             return _round(s, prop, ll_p, aux_p, log_y_b, uniforms(s[0], rows))
 
-        return lax.while_loop(cond, body, s)
+        return _capped(lax.while_loop(cond, body, s))
 
     sizes = levels(n)
     rows = jnp.arange(n)

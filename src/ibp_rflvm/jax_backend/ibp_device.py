@@ -66,17 +66,6 @@ class ZState(NamedTuple):
     Sigma: jax.Array
 
 
-class ZInfo(NamedTuple):
-    z_flips: jax.Array
-    flips: jax.Array
-    transfers_proposed: jax.Array
-    transfers: jax.Array
-    absorbs_proposed: jax.Array
-    absorbs: jax.Array
-    births: jax.Array
-    deaths: jax.Array
-
-
 def log_x_ratio(x: jax.Array, q_sd: float) -> jax.Array:
     """``log N(x; 0, 1) - log q(x)`` with ``q = N(0, q_sd^2)``."""
     return math.log(q_sd) + 0.5 * x * x * (1.0 / (q_sd * q_sd) - 1.0)
@@ -150,6 +139,7 @@ def flip_columns(key, s: ZState, pi, active, q_sd: float, score: Callable):
     On (``z: 0 -> 1``, ``x' ~ q``): ``log pi/(1 - pi) + log N(x'; 0, 1) - log q(x')`` plus the
     likelihood ratio, because the reverse move draws the old ``x`` from ``N(0, 1)``, its prior
     when ``z = 0``. Off (``x' ~ N(0, 1)``): the reciprocal, with the ``x`` being switched off.
+    Returns ``(state, proposed, accepted)``: every row proposes once in each active column.
     """
     N, Kw = s.Z.shape
     k_order, k_move = jax.random.split(key)
@@ -172,7 +162,8 @@ def flip_columns(key, s: ZState, pi, active, q_sd: float, score: Callable):
                    Z=s.Z.at[:, d].set(z ^ acc))  # fmt: skip
         return s, n + jnp.sum(acc)
 
-    return _visit(jax.random.permutation(k_order, Kw), active, one, (s, jnp.zeros((), jnp.int64)))
+    s, accepted = _visit(jax.random.permutation(k_order, Kw), active, one, (s, jnp.zeros((), jnp.int64)))
+    return s, N * jnp.sum(active, dtype=jnp.int64), accepted
 
 
 class Pairs(NamedTuple):
@@ -303,7 +294,8 @@ def singletons(
     """Singleton birth/death for every row that owns a singleton or draws a new one, one row
     after another (module docstring). New dimensions take the lowest free slots (the row's own
     singletons' slots count as free: they are dropped in the proposal). A proposal past the cap
-    on ``K+`` is outside the support and rejected. Returns ``(state, births, deaths)``."""
+    on ``K+`` is outside the support and rejected. Returns ``(state, births, deaths, proposed,
+    accepted)``: one proposal a candidate row."""
     N, Kw = s.Z.shape
     k_pois, k_rows = jax.random.split(key)
     k_new = jax.random.poisson(k_pois, rate, (N,))
@@ -315,7 +307,7 @@ def singletons(
     rows = jnp.argsort(~cand, stable=True)
 
     def body(c):
-        j, s, m, births, deaths = c
+        j, s, m, births, deaths, accepted = c
         i = rows[j]
         k_add, k_x, k_u, k_fresh = jax.random.split(jax.random.fold_in(k_rows, i), 4)
         z_i = s.Z[i]
@@ -369,14 +361,16 @@ def singletons(
         s, m = lax.cond(acc, commit, lambda c: c, (s, m))
         births = births + jnp.where(acc, k, 0)
         deaths = deaths + jnp.where(acc, n_old, 0)
-        return j + 1, s, m, births, deaths
+        return j + 1, s, m, births, deaths, accepted + acc
 
     zero = jnp.zeros((), jnp.int64)
-    _, s, _, births, deaths = lax.while_loop(lambda c: c[0] < n_cand, body, (zero, s, m0, zero, zero))
-    return s, births, deaths
+    _, s, _, births, deaths, accepted = lax.while_loop(
+        lambda c: c[0] < n_cand, body, (zero, s, m0, zero, zero, zero)
+    )
+    return s, births, deaths, n_cand.astype(jnp.int64), accepted
 
 
 __all__ = [
-    "Pairs", "ZInfo", "ZState", "absorbs", "aligned_pairs", "draw_sticks", "flip_columns",
+    "Pairs", "ZState", "absorbs", "aligned_pairs", "draw_sticks", "flip_columns",
     "gibbs_columns", "log_x_ratio", "singletons", "transfers",
 ]  # fmt: skip

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import blocks
+from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
 from ..samplers import ibp
 from ..state import ChainState, Data, ModelSpec
@@ -124,8 +125,25 @@ def to_host(st: DeviceState, dlik) -> ChainState:
 
 
 def info_of(info: DeviceInfo) -> dict[str, int]:
-    """A device sweep's counts as plain ints (the fields of :class:`ibp_rflvm.model.SweepInfo`)."""
-    return {k: int(v) for k, v in zip(DeviceInfo._fields, jax.device_get(info), strict=True)}
+    """A device sweep's info read back: ``K+``, the components and the move counts as plain ints
+    (fields of :class:`ibp_rflvm.model.SweepInfo`)."""
+    info = jax.device_get(info)
+    return {"k_plus": int(info.k_plus), "n_components": int(info.n_components),
+            **{k: int(v) for k, v in info.moves._asdict().items()}}  # fmt: skip
+
+
+def check_finite(row: int, sweep: int, state: ChainState, target) -> None:
+    """Raise ``FloatingPointError`` naming `row` (and the columns whose log-likelihood is not
+    finite there, or the non-finite values behind them) when the device reported one."""
+    if row < 0:
+        return
+    cols = target.nonfinite_columns(state, row)
+    where = f"row {row}" + (f", column(s) {cols[:10]}" if len(cols) else "")
+    raise FloatingPointError(
+        f"backend='jax': the log-likelihood is not finite at {where} after sweep {sweep} "
+        "(a NaN or infinite value in the data, the latent positions, the frequencies or the "
+        "likelihood's variables); the chain stops here rather than run on a state it cannot score"
+    )
 
 
 class Traces(NamedTuple):
@@ -297,16 +315,30 @@ class DeviceSweepTarget:
             keys[:k] = rng.integers(0, 2**32, size=(k, 2), dtype=np.uint32)
             st, infos, traces = device_run(keys, k, st, where.data, where.cfg)
             calls.append((k, infos, traces))
-        out = []
+        out, bad = [], (-1, 0)
         for k, infos, traces in jax.device_get(calls):  # one read of every call's traces
             for t in range(k):
-                out.append((Traces(*(float(v) for v in traces[t])),
-                            info_of(DeviceInfo(*(v[t] for v in infos)))))  # fmt: skip
-        return to_host(st, self.dlik), out
+                info = jax.tree.map(lambda v, t=t: v[t], infos)
+                out.append((Traces(*(float(v) for v in traces[t])), info_of(info)))
+                if bad[0] < 0 and int(info.nonfinite_row) >= 0:
+                    bad = (int(info.nonfinite_row), int(state.sweep) + len(out))
+        host = to_host(st, self.dlik)
+        check_finite(bad[0], bad[1], host, self)
+        return host, out
+
+    def nonfinite_columns(self, state: ChainState, row: int) -> list[int]:
+        """The columns of `row` whose log-likelihood is not finite in `state` (for the error)."""
+        with np.errstate(all="ignore"):
+            psi = feature_map(state.H[row : row + 1], state.W, self.cfg.bias) @ state.params.beta
+        obs = np.flatnonzero(self.prep.observed[row])
+        with np.errstate(all="ignore"):
+            lp = self.lik.logpdf_entries(self.prep.Y0[row, obs], psi, np.zeros(obs.size, dtype=np.int64),
+                                         obs, state.params, self.prep, rows=np.array([row]))  # fmt: skip
+        return [int(j) for j in obs[~np.isfinite(lp)]]
 
 
 __all__ = [
-    "DeviceSweepTarget", "Placement", "compiled_count", "device_run", "resolve_devices", "to_device",
-    "to_host",
+    "DeviceSweepTarget", "Placement", "check_finite", "compiled_count", "device_run", "resolve_devices",
+    "to_device", "to_host",
 ]  # fmt: skip
 

@@ -26,6 +26,10 @@ K_MAX = _pgs.K_MAX
 TV_TARGET = _pgs.TV_TARGET
 
 _PI = math.pi
+#: A bound on :func:`series_draw`'s passes: an entry needs ``K + 3 <= 259`` accepted
+#: Marsaglia-Tsang attempts, each accepted with probability above 0.95, so finite inputs reach
+#: it with probability below 1e-1000; an entry that does comes back NaN, never a wrong draw.
+MAX_PASSES = 20_000
 _TWO_PI2 = 2.0 * _PI * _PI
 _M_MAX = _pgs._M_MAX
 _ORDER = _pgs._ORDER
@@ -139,7 +143,9 @@ def series_draw(key: jax.Array, b: jax.Array, c: jax.Array, K: jax.Array) -> jax
     ``U^(1/alpha)``), so the loop runs about ``max K + 3`` passes rather than ``K + 3`` separate
     Gamma calls each looping to its own slowest entry.
     """
-    mask = K > 0
+    # Non-finite inputs never pass the acceptance test: left out, they come back NaN.
+    bad = (K > 0) & ~(jnp.isfinite(b) & jnp.isfinite(c))
+    mask = (K > 0) & ~bad
     theta, alpha, shift = remainder_law(b, c, K, mask)
     a2 = (jnp.where(mask, c, 0.0) / (2.0 * _PI)) ** 2
     b_safe = jnp.where(mask, b, B_MIN)
@@ -171,7 +177,7 @@ def series_draw(key: jax.Array, b: jax.Array, c: jax.Array, K: jax.Array) -> jax
         return it + 1, jnp.where(step, k + 1.0, k), jnp.where(step, acc + scale * g, acc)
 
     def cond(carry):
-        return jnp.any(mask & (carry[1] < total))
+        return jnp.any(mask & (carry[1] < total)) & (carry[0] < MAX_PASSES)
 
-    _, _, acc = lax.while_loop(cond, body, (jnp.int32(0), jnp.zeros_like(b), jnp.zeros_like(b)))
-    return jnp.where(mask, acc + shift, 0.0)
+    _, k, acc = lax.while_loop(cond, body, (jnp.int32(0), jnp.zeros_like(b), jnp.zeros_like(b)))
+    return jnp.where(bad | (mask & (k < total)), jnp.nan, jnp.where(mask, acc + shift, 0.0))

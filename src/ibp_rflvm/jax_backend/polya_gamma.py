@@ -52,6 +52,10 @@ __all__ = ["draw_pg"]
 #: Series terms evaluated per pass. PG(1) decides within 4 terms except with probability about
 #: 1e-27; the fractional sampler's right proposals (x > 2) may need a few more, carried over.
 _TERMS = 6
+#: A bound on :func:`_exact_sum`'s passes: an entry makes at most 9 draws, each accepted within
+#: a pass or two (probability of a rejection below 0.1), so finite inputs reach it with
+#: probability below 1e-1000; an entry that does comes back NaN, never a wrong draw.
+MAX_PASSES = 20_000
 #: P(N < -1.25): the normal tail behind J*(1)'s Levy proposal (cut at t = 0.64, a = 0.64^-1/2).
 _TAIL_ONE = 0.5 * math.erfc(1.25 / math.sqrt(2.0))
 
@@ -123,6 +127,11 @@ def _exact_sum(key, n_one, h, z, has_frac):
     inverse-Gaussian routine is redrawn from the same piece (the piece is kept until a proposal
     exists), as in the numba loops.
     """
+    # Non-finite inputs never pass the acceptance test: left out, they come back NaN.
+    bad = ((n_one > 0.5) | has_frac) & ~(jnp.isfinite(z) & jnp.isfinite(h) & jnp.isfinite(n_one))
+    n_one = jnp.where(bad, 0.0, n_one)
+    has_frac = has_frac & ~bad
+    z = jnp.where(bad, 0.0, z)
     hf = jnp.where(has_frac, h, 0.5)
     t_h, logk_h = _frac_setup(hf)
     # P(N < -a), a = h / sqrt(t): the Levy proposal's normal tail for J*(h) (left piece).
@@ -142,7 +151,8 @@ def _exact_sum(key, n_one, h, z, has_frac):
     size = z.shape[0]
     few = max(1, size // 32)
     k_all, k_few = random.split(key)
-    st = lax.while_loop(lambda st: jnp.sum(_live(st)) > few, partial(_exact_pass, k_all, consts), st)
+    st = lax.while_loop(lambda st: (jnp.sum(_live(st)) > few) & (st[0] < MAX_PASSES),
+                        partial(_exact_pass, k_all, consts), st)  # fmt: skip
     # The live entries first, in order (a stable sort; no scatter, which a GPU may serialise),
     # then dead ones that fill the buffer and are written back unchanged.
     live = _live(st)
@@ -154,9 +164,14 @@ def _exact_sum(key, n_one, h, z, has_frac):
     sub[1] = sub[1] & used
     sub_consts = tuple(v[safe] for v in consts)
     sub_st = lax.while_loop(
-        lambda st: jnp.any(_live(st)), partial(_exact_pass, k_few, sub_consts), (st[0], *sub)
+        lambda st: jnp.any(_live(st)) & (st[0] < MAX_PASSES), partial(_exact_pass, k_few, sub_consts),
+        (st[0], *sub),
     )
-    return st[3].at[slot].set(jnp.where(used, sub_st[3], st[3][slot]), unique_indices=True)
+    # An entry still drawing at the bound (finite inputs: probability below 1e-1000) is NaN.
+    unfinished = jnp.zeros(z.shape, bool).at[slot].set(used & _live(sub_st), unique_indices=True)
+    unfinished = unfinished | (live & ~jnp.zeros(z.shape, bool).at[slot].set(used, unique_indices=True))
+    out = st[3].at[slot].set(jnp.where(used, sub_st[3], st[3][slot]), unique_indices=True)
+    return jnp.where(bad | unfinished, jnp.nan, out)
 
 
 def _live(st):

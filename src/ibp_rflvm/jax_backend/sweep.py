@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..state import MoveCounts
 from . import ibp_device as zmoves
 from . import jax, linalg
 from .dp_device import dp_step
@@ -79,20 +80,15 @@ class DeviceState(NamedTuple):
 
 
 class DeviceInfo(NamedTuple):
-    """What one sweep did (the fields of :class:`ibp_rflvm.model.SweepInfo` the device counts)."""
+    """What one sweep did: ``K+``, the mixture's components, the move counts (the host's
+    :class:`ibp_rflvm.state.MoveCounts`, one definition for both backends' records, here as
+    device scalars) and the first row whose log-likelihood is not finite at the end of the sweep
+    (-1: none), which the driver reports as an error naming the row."""
 
     k_plus: jax.Array
     n_components: jax.Array
-    z_flips: jax.Array
-    flips: jax.Array
-    transfers_proposed: jax.Array
-    transfers: jax.Array
-    absorbs_proposed: jax.Array
-    absorbs: jax.Array
-    births: jax.Array
-    deaths: jax.Array
-    x_evals: jax.Array
-    w_accepted: jax.Array
+    moves: MoveCounts
+    nonfinite_row: jax.Array
 
 
 def rows_times(A, B, cfg: SweepConfig):
@@ -201,15 +197,18 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     X, Z, W, mu, Sigma, pi, alpha = st.X, st.Z, st.W, st.mu, st.Sigma, st.pi, st.alpha
     P = rows_times(X * Z, W.T, cfg)
     ll = score(P)
+    bad_start = ~jnp.isfinite(ll)
     zero = jnp.zeros((), jnp.int64)
-    counts = dict.fromkeys(zmoves.ZInfo._fields, zero)
+    counts = {}
     if cfg.ibp:
         active = jnp.any(Z, axis=0)
         zs = zmoves.ZState(X, Z, P, ll, W, mu, Sigma)
         k_g, k_f, k_p, k_t, k_a, k_s = jax.random.split(k_z, 6)
         zs, counts["z_flips"] = zmoves.gibbs_columns(k_g, zs, pi, active, score)
         if cfg.moves:
-            zs, counts["flips"] = zmoves.flip_columns(k_f, zs, pi, active, cfg.flip_scale, score)
+            zs, counts["flips_proposed"], counts["flips"] = zmoves.flip_columns(
+                k_f, zs, pi, active, cfg.flip_scale, score
+            )
             if cfg.transfer_min_cos is not None:
                 pairs = zmoves.aligned_pairs(k_p, zs.W, active, cfg.transfer_min_cos, cfg.pairs_per_dim)
                 zs, counts["transfers_proposed"], counts["transfers"] = zmoves.transfers(
@@ -220,8 +219,8 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
                     pairs = zmoves.aligned_pairs(k_p, zs.W, active, cfg.absorb_min_cos, cfg.pairs_per_dim)
                 zs, counts["absorbs_proposed"], counts["absorbs"] = zmoves.absorbs(k_a, zs, pi, pairs, score)
             rate = alpha * cfg.new_rate_per_alpha
-            zs, counts["births"], counts["deaths"] = zmoves.singletons(
-                k_s, zs, st.zeta, rate, cfg.flip_scale, cfg.lam0, cfg.width, score_row
+            zs, counts["births"], counts["deaths"], counts["singletons_proposed"], counts["singletons"] = (
+                zmoves.singletons(k_s, zs, st.zeta, rate, cfg.flip_scale, cfg.lam0, cfg.width, score_row)
             )
         X, Z, P, ll, W, mu, Sigma = zs
         active = jnp.any(Z, axis=0)
@@ -261,10 +260,14 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
     new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
     new = canonical(new, active)
+    # The first row whose log-likelihood is not finite: at the sweep's start if any (the
+    # origin: a bad row's NaN spreads through the weights to every row), else at its end.
+    bad = jnp.where(jnp.any(bad_start), bad_start, ~jnp.isfinite(ll))
     info = DeviceInfo(
         # canonical() numbered the labels in use 0..C-1.
-        k_plus=jnp.sum(active), n_components=jnp.max(new.zeta) + 1, x_evals=x_evals, w_accepted=w_acc,
-        **counts,
+        k_plus=jnp.sum(active), n_components=jnp.max(new.zeta) + 1,
+        moves=MoveCounts.zeros(zero)._replace(x_evals=x_evals, w_accepted=w_acc, **counts),
+        nonfinite_row=jnp.where(jnp.any(bad), jnp.argmax(bad), -1).astype(jnp.int64),
     )  # fmt: skip
     return new, info
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
-from ..state import ChainState, ModelSpec
+from ..state import ChainState, ModelSpec, MoveCounts
 
 TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
 #: Traces a checkpoint written before they existed may lack, with the value they had then.
@@ -23,41 +23,6 @@ _LATER_TRACES = {"ibp_beta": 1.0}
 _OLD_NAMES = {"ibp_beta": "beta"}
 #: A move count of a sweep run before the counts were kept (a checkpoint of an older version).
 NOT_RECORDED = -1
-
-
-class MoveCounts(NamedTuple):
-    """What a sweep's moves did: the counts of :class:`ibp_rflvm.model.SweepInfo` (0 for a move
-    the sweep does not run). One sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves`
-    holds each as a ``chains x sweeps`` array.
-
-    ``z_flips``: entries of ``Z`` the slice step's Gibbs pass changed, ``new_dims``: the
-    dimensions it added; ``flips``: accepted joint ``(z, x)`` flips; ``transfers`` and
-    ``absorbs``: accepted pair moves, of ``transfers_proposed`` and ``absorbs_proposed``;
-    ``births`` and ``deaths``: singleton dimensions born and removed; ``x_evals``: likelihood
-    evaluations of the rows' elliptical slice sampling; ``w_accepted``: accepted frequencies;
-    ``flips_proposed``: proposed joint flips; ``singletons``: accepted singleton birth/death
-    proposals (one a row), of ``singletons_proposed``.
-    """
-
-    z_flips: int
-    new_dims: int
-    flips: int
-    transfers_proposed: int
-    transfers: int
-    absorbs_proposed: int
-    absorbs: int
-    births: int
-    deaths: int
-    x_evals: int
-    w_accepted: int
-    flips_proposed: int
-    singletons_proposed: int
-    singletons: int
-
-    @classmethod
-    def of(cls, info) -> MoveCounts:
-        """The counts of one sweep's info (a :class:`~ibp_rflvm.model.SweepInfo`)."""
-        return cls(*(int(getattr(info, name)) for name in cls._fields))
 
 
 class Sample(NamedTuple):
