@@ -23,6 +23,7 @@ from ibp_rflvm.jax_backend.kernel import RUN_LENGTH, device_run
 from ibp_rflvm.jax_backend.likelihoods import DeviceData, NegBinomDevice
 from ibp_rflvm.jax_backend.rowsum import row_groups
 from ibp_rflvm.jax_backend.sweep import DeviceState, SweepConfig
+from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.samplers import ibp
 
 jnp = jax.numpy
@@ -39,7 +40,7 @@ def abstract(n: int, j: int):
     state = DeviceState(
         X=s(n, WIDTH), Z=s(n, WIDTH, dtype=bool), pi=s(WIDTH), alpha=s(), W=s(M, WIDTH),
         zeta=s(M, dtype=jnp.int32), mu=s(M, WIDTH), Sigma=s(M, WIDTH, WIDTH), eta=s(),
-        params={"beta": s(L, j), "r": s(j)}, loglik=s(), sweep=s(dtype=jnp.int64), ibp_beta=s(),
+        params=LikelihoodParams(beta=s(L, j), r=s(j)), loglik=s(), sweep=s(dtype=jnp.int64), ibp_beta=s(),
     )  # fmt: skip
     data = DeviceData(s(n, j, dtype=jnp.float32), s(n))
     cfg = SweepConfig(

@@ -88,7 +88,7 @@ def _worker_processes(pid: int) -> list[int]:
 
 def _kill_when(proc: subprocess.Popen, signum: int, ready: Callable[[], bool]) -> None:
     """Send `signum` to `proc` once `ready()` holds, and check that no process it started
-    (its workers, and the resource trackers they keep alive) outlives it by 10 s."""
+    (its workers, and the resource trackers they keep alive) outlives it by 30 s."""
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None and not ready():
@@ -102,13 +102,14 @@ def _kill_when(proc: subprocess.Popen, signum: int, ready: Callable[[], bool]) -
             proc.wait()
     assert proc.returncode == -signum, "the fit ended before the signal, or did not end by it"
     assert len(workers) >= 2, f"expected the chains' worker processes among {workers}"
-    deadline = time.monotonic() + 10
+    # 30 s, not less: a loaded machine (CI under other work) can take seconds to reap them.
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline and any(_alive(p) for p in workers):
         time.sleep(0.1)
     left = [p for p in workers if _alive(p)]
     for p in left:  # do not leave them to the next test
         os.kill(p, signal.SIGKILL)
-    assert not left, f"worker processes {left} still running 10 s after the signal"
+    assert not left, f"worker processes {left} still running 30 s after the signal"
 
 
 def _checkpointed(files: list[Path]) -> bool:
@@ -274,10 +275,13 @@ def test_chains_on_dask_equal_local_and_the_data_travel_once(dask_client, local_
     with joblib.parallel_config(backend="dask"):
         fit = IBPRFLVM(**DASK_SETTINGS).fit(_data())
     _assert_same_chains(local_fit, fit)
-    # 4 chains on 2 workers: the data leave this process once and reach each worker once.
+    # 4 chains on 2 workers: the data leave this process once (one scatter, by construction).
     assert len(pickled) == 1, f"the data were pickled {len(pickled)} times for 4 chains"
+    # They reach the workers; how many copies each ends up unpickling is the scheduler's choice
+    # (under load it may hand a worker a second copy from its peer, as a CI run once saw), so
+    # only what Dask guarantees is asserted: at least one worker received them.
     received = dask_client.run(_unpickled_data)
-    assert all(n <= 1 for n in received.values()) and sum(received.values()) >= 1, received
+    assert sum(received.values()) >= 1, received
 
 
 @pytest.mark.filterwarnings("ignore::ibp_rflvm.estimator.ChainsDisagreeWarning")

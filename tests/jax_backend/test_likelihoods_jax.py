@@ -144,7 +144,7 @@ def _draw_poisson(key, psi, params, totals):
 def _draw_negbinom(key, psi, params, totals):
     # NB(r, logistic(psi)) as the Gamma-Poisson mixture with mean r e^psi.
     k_g, k_p = jax.random.split(key)
-    lam = jax.random.gamma(k_g, jnp.broadcast_to(params["r"], psi.shape)) * jnp.exp(psi)
+    lam = jax.random.gamma(k_g, jnp.broadcast_to(params.r, psi.shape)) * jnp.exp(psi)
     return jax.random.poisson(k_p, lam).astype(jnp.float64)
 
 
@@ -169,16 +169,16 @@ def _joint_chain(dlik, draw_y, n_iter, seed, design, with_offset, free=J, extra_
     beta0 = beta0.at[:, free:].set(0.0)
     params = {"beta": beta0}
     if extra_stats is not None:
-        params["r"] = jax.random.gamma(k_r, jnp.full(J, E0)) / F0
+        params.r = jax.random.gamma(k_r, jnp.full(J, E0)) / F0
 
     @jax.jit
     def run(params, key):
         def step(params, k):
             k_y, k_u = jax.random.split(k)
-            psi = Phi @ params["beta"] + offset[:, None]
+            psi = Phi @ params.beta + offset[:, None]
             y = jnp.where(observed, draw_y(k_y, psi, params, totals), jnp.nan)
             params = dlik.update(k_u, Phi, params, DeviceData(y, offset))
-            b = params["beta"][:, :free].ravel() / SCALE
+            b = params.beta[:, :free].ravel() / SCALE
             out = [b, b**2]
             if extra_stats is not None:
                 out.append(extra_stats(params))
@@ -209,7 +209,7 @@ def _run(lik_name, dlik, n_iter, seed=0):
         return _joint_chain(dlik, _make_draw_multinomial(design[1]), n_iter, seed, design, False, J - 1), ()
 
     def r_stats(params):
-        return jnp.stack([jnp.mean(params["r"]), jnp.mean(jnp.log(params["r"]))])
+        return jnp.stack([jnp.mean(params.r), jnp.mean(jnp.log(params.r))])
 
     expected = (E0 / F0, special.digamma(E0) - math.log(F0))
     return _joint_chain(dlik, _draw_negbinom, n_iter, seed, design, True, J, r_stats), expected
@@ -247,8 +247,8 @@ def test_joint_test_has_power(lik_name):
 
 
 def test_poisson_start_is_the_laplace_draw():
-    """The start's marker routes the first update through the Laplace draw, and is gone after
-    it: large counts put the start's ``psi`` near ``log y`` at once."""
+    """The start runs the first update from the Laplace draw: large counts put the start's
+    ``psi`` near ``log y`` at once."""
     rng = np.random.default_rng(3)
     Phi, observed, _, _ = _design()
     Phi = Phi / FEATURE_SCALE
@@ -257,8 +257,8 @@ def test_poisson_start_is_the_laplace_draw():
     prep = lik.prepare(y)
     dlik = for_likelihood(lik)
     data = dlik.device_data(lik, prep)
-    params = dlik.update(jax.random.key(0), Phi, dlik.initial(lik, prep, L, J), data)
-    assert sorted(params) == ["beta"]
-    psi = np.asarray(Phi @ params["beta"])
+    params = dlik.start(jax.random.key(0), Phi, dlik.initial(lik, prep, L, J), data)
+    assert sorted(params.arrays()) == ["beta"]
+    psi = np.asarray(Phi @ params.beta)
     obs = np.asarray(observed)
     assert np.all(np.abs(psi - np.log(np.where(obs, y, 1.0)))[obs] < 0.5)

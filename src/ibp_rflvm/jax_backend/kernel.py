@@ -293,7 +293,7 @@ class DeviceSweepTarget:
         L, J = Phi.shape[1], self.prep.Y0.shape[1]
         dparams = self.dlik.initial(self.lik, self.prep, L, J)
         key = jax.random.wrap_key_data(key_from(rng))
-        dparams = programs.update_params(key, Phi, dparams, self.data, **static)
+        dparams = programs.start_params(key, Phi, dparams, self.data, **static)
         _, ll, _ = programs.total_loglik(Phi, dparams, self.data, **static)
         return None, self.dlik.host_params(dparams), float(np.sum(np.asarray(ll), dtype=np.float64))
 

@@ -18,7 +18,7 @@ take it as a static argument) with pure functions of device arrays:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -68,15 +68,23 @@ def upload_counts(prep, trials: np.ndarray | None = None) -> DeviceData:
     return DeviceData(jnp.asarray(y), jnp.asarray(off), t)
 
 
-def device_params(params: LikelihoodParams) -> dict:
-    """The host's variables as the device's: a dict of float64 arrays by name (a pytree the
-    compiled programs take whatever variables the likelihood has)."""
-    return {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.arrays().items()}
+# The host's type of the likelihood's variables is the device's too: a pytree whose absent
+# fields (None) hold no leaves, so each likelihood's programs carry just the variables it has.
+if not getattr(LikelihoodParams, "_jax_pytree", False):
+    jax.tree_util.register_dataclass(
+        LikelihoodParams, data_fields=[f.name for f in fields(LikelihoodParams)], meta_fields=[]
+    )
+    LikelihoodParams._jax_pytree = True
 
 
-def host_params(dparams: dict) -> LikelihoodParams:
+def device_params(params: LikelihoodParams) -> LikelihoodParams:
+    """The host's variables as the device's: the same type, holding float64 device arrays."""
+    return LikelihoodParams.from_arrays({k: jnp.asarray(v, jnp.float64) for k, v in params.arrays().items()})
+
+
+def host_params(dparams: LikelihoodParams) -> LikelihoodParams:
     """The device's variables back on the host (the inverse of :func:`device_params`)."""
-    return LikelihoodParams.from_arrays({k: np.asarray(v, dtype=np.float64) for k, v in dparams.items()})
+    return LikelihoodParams.from_arrays({k: np.asarray(v, np.float64) for k, v in dparams.arrays().items()})
 
 
 def observed_counts(y: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -137,40 +145,48 @@ class LogisticPGDevice:
     replicated: Any = None
 
     # the shape b and log c(y), per entry (subclasses) ---------------------------------------
-    def _b(self, y: jax.Array, obs: jax.Array, params: dict, trials: jax.Array | None) -> jax.Array:
+    def _b(
+        self, y: jax.Array, obs: jax.Array, params: LikelihoodParams, trials: jax.Array | None
+    ) -> jax.Array:
         """The shape ``b`` of each entry (`trials`: the same rows' numbers of trials, or None)."""
         raise NotImplementedError
 
-    def _log_c(self, y: jax.Array, obs: jax.Array, params: dict, data: DeviceData) -> jax.Array:
+    def _log_c(self, y: jax.Array, obs: jax.Array, params: LikelihoodParams, data: DeviceData) -> jax.Array:
         raise NotImplementedError
 
     # the interface ---------------------------------------------------------------------------
     def device_data(self, host_lik, prep) -> DeviceData:
         return upload_counts(prep)
 
-    def initial(self, host_lik, prep, L: int, J: int) -> dict:
-        """The start of the likelihood's variables, from which one Gibbs step draws the first
+    def initial(self, host_lik, prep, L: int, J: int) -> LikelihoodParams:
+        """The start of the likelihood's variables, from which :meth:`start` draws the first
         weights (as the numba backend's ``init_params``)."""
         return self.device_params(LikelihoodParams(beta=np.zeros((L, J))))
 
-    def device_params(self, params: LikelihoodParams) -> dict:
+    def start(self, key, Phi: jax.Array, dparams: LikelihoodParams, data: DeviceData) -> LikelihoodParams:
+        """The chain's first variables from :meth:`initial`'s: one :meth:`update`."""
+        return self.update(key, Phi, dparams, data)
+
+    def device_params(self, params: LikelihoodParams) -> LikelihoodParams:
         return device_params(params)
 
-    def host_params(self, dparams: dict) -> LikelihoodParams:
+    def host_params(self, dparams: LikelihoodParams) -> LikelihoodParams:
         return host_params(dparams)
 
-    def row_constants(self, dparams: dict, data: DeviceData) -> jax.Array:
+    def row_constants(self, dparams: LikelihoodParams, data: DeviceData) -> jax.Array:
         obs, y = observed_counts(data.y)
         return jnp.sum(jnp.where(obs, self._log_c(y, obs, dparams, data), 0.0), axis=1)
 
-    def row_loglik(self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: dict, data: DeviceData):
+    def row_loglik(
+        self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: LikelihoodParams, data: DeviceData
+    ):
         obs, y = observed_counts(data.y[rows])
         x = psi + data.offset[rows][:, None]
         b = self._b(y, obs, dparams, None if data.trials is None else data.trials[rows])
         terms = jnp.where(obs, y * x - b * softplus(x), 0.0)
         return const[rows] + jnp.sum(terms, axis=1)
 
-    def draw_beta(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> jax.Array:
+    def draw_beta(self, key, Phi: jax.Array, dparams: LikelihoodParams, data: DeviceData) -> jax.Array:
         """``omega ~ PG(b, x)``, then ``beta_j ~ N(V Phi^T (kappa_j - Omega_j o), V)``.
 
         By blocks of rows: each block's ``omega`` is drawn (from the key folded with the block's
@@ -179,14 +195,14 @@ class LogisticPGDevice:
         beyond the data and ``Phi``.
         """
         k_pg, k_w = jax.random.split(key)
-        L, J = dparams["beta"].shape
+        L, J = dparams.beta.shape
         arrays = [Phi, data.y, data.offset] + ([] if data.trials is None else [data.trials])
 
         def block(i, ph, yb, ob, *trials):
             # NaN counts mark padded rows unobserved; their Phi rows are NaN too, so they are zeroed.
             ph, ob = jnp.nan_to_num(ph), jnp.nan_to_num(ob)
             obs, y = observed_counts(yb)
-            x = ph @ dparams["beta"] + ob[:, None]
+            x = ph @ dparams.beta + ob[:, None]
             b = jnp.where(obs, self._b(y, obs, dparams, trials[0] if trials else None), 0.0)
             omega = draw_pg(jax.random.fold_in(k_pg, i), b, x)
             kappa = jnp.where(obs, y - 0.5 * b, 0.0) - omega * ob[:, None]
@@ -196,8 +212,8 @@ class LogisticPGDevice:
         P, rhs = blocked_row_sum(block, start, arrays, self.row_groups, self.replicated, fill=jnp.nan)
         return gaussian_draw(k_w, P + self.prior_scale**-2.0 * jnp.eye(L), rhs)
 
-    def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
-        return {**dparams, "beta": self.draw_beta(key, Phi, dparams, data)}
+    def update(self, key, Phi: jax.Array, dparams: LikelihoodParams, data: DeviceData) -> LikelihoodParams:
+        return replace(dparams, beta=self.draw_beta(key, Phi, dparams, data))
 
 
 @dataclass(frozen=True)
@@ -212,10 +228,10 @@ class NegBinomDevice(LogisticPGDevice):
         return self.device_params(LikelihoodParams(beta=np.zeros((L, J)), r=np.full(J, self.e0 / self.f0)))
 
     def _b(self, y, obs, params, trials):
-        return y + params["r"][None, :]
+        return y + params.r[None, :]
 
     def _log_c(self, y, obs, params, data):
-        r = params["r"][None, :]
+        r = params.r[None, :]
         return lax.lgamma(y + r) - lax.lgamma(r) - lax.lgamma(y + 1.0)
 
     def update(self, key, Phi, dparams, data):
@@ -227,14 +243,14 @@ class NegBinomDevice(LogisticPGDevice):
         def block(i, ph, yb, ob):
             obs = ~jnp.isnan(yb)
             x = jnp.nan_to_num(ph) @ beta + jnp.nan_to_num(ob)[:, None]
-            tables = crt_column_totals(jax.random.fold_in(k_crt, i), yb, obs, dparams["r"])
+            tables = crt_column_totals(jax.random.fold_in(k_crt, i), yb, obs, dparams.r)
             return tables, jnp.sum(jnp.where(obs, softplus(x), 0.0), axis=0)
 
         J = beta.shape[1]
         tables, soft = blocked_row_sum(block, (jnp.zeros(J), jnp.zeros(J)), [Phi, data.y, data.offset],
                                        self.row_groups, self.replicated, fill=jnp.nan)  # fmt: skip
         r = jax.random.gamma(k_r, self.e0 + tables) / (self.f0 + soft)
-        return {"beta": beta, "r": jnp.maximum(r, 1e-300)}
+        return LikelihoodParams(beta=beta, r=jnp.maximum(r, 1e-300))
 
 
 @dataclass(frozen=True)

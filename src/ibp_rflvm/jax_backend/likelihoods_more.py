@@ -39,10 +39,6 @@ from .rowsum import row_sum, rows_dot
 jnp = jax.numpy
 lax = jax.lax
 
-#: The key of the Poisson start's marker (see :meth:`PoissonDevice.initial`).
-_LAPLACE_START = "laplace_start"
-
-
 @dataclass(frozen=True)
 class _DeviceBase:
     prior_scale: float = 1.0
@@ -53,13 +49,17 @@ class _DeviceBase:
     def device_data(self, host_lik, prep) -> DeviceData:
         return upload_counts(prep)
 
-    def initial(self, host_lik, prep, L: int, J: int) -> dict:
-        return {"beta": jnp.zeros((L, J))}
+    def initial(self, host_lik, prep, L: int, J: int) -> LikelihoodParams:
+        return LikelihoodParams(beta=jnp.zeros((L, J)))
 
-    def device_params(self, params: LikelihoodParams) -> dict:
+    def start(self, key, Phi: jax.Array, dparams: LikelihoodParams, data: DeviceData) -> LikelihoodParams:
+        """The chain's first variables from :meth:`initial`'s: one :meth:`update`."""
+        return self.update(key, Phi, dparams, data)
+
+    def device_params(self, params: LikelihoodParams) -> LikelihoodParams:
         return device_params(params)
 
-    def host_params(self, dparams: dict) -> LikelihoodParams:
+    def host_params(self, dparams: LikelihoodParams) -> LikelihoodParams:
         return host_params(dparams)
 
 
@@ -68,19 +68,19 @@ class PoissonDevice(_DeviceBase):
     """``y_ij ~ Poisson(exp(psi_ij + o_i))``, ``o_i = log s_i`` the rows' size factors (zero
     without them), ``beta_j ~ N(0, s^2 I)``."""
 
-    def initial(self, host_lik, prep, L: int, J: int) -> dict:
-        """``beta = 0`` and a marker that makes the first :meth:`update` start from a draw of the
-        Gaussian (Laplace) approximation at ``psi = log(y + 1/2)``, as the host's ``init_params``:
-        the interface's start has no ``Phi``, which that draw needs. The marker changes the
-        dictionary's structure, so the start is its own compilation and the sweeps' updates
-        never carry the branch."""
-        return {"beta": jnp.zeros((L, J)), _LAPLACE_START: jnp.zeros(())}
+    def start(self, key, Phi: jax.Array, dparams: LikelihoodParams, data: DeviceData) -> LikelihoodParams:
+        """One :meth:`update` from a draw of the Gaussian (Laplace) approximation at
+        ``psi = log(y + 1/2)``, as the host's ``init_params``."""
+        key, k_start = jax.random.split(key)
+        return self.update(key, Phi, LikelihoodParams(beta=self.laplace_draw(k_start, Phi, data)), data)
 
-    def row_constants(self, dparams: dict, data: DeviceData) -> jax.Array:
+    def row_constants(self, dparams: LikelihoodParams, data: DeviceData) -> jax.Array:
         obs, y = observed_counts(data.y)
         return -jnp.sum(jnp.where(obs, lax.lgamma(y + 1.0), 0.0), axis=1)
 
-    def row_loglik(self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: dict, data: DeviceData):
+    def row_loglik(
+        self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: LikelihoodParams, data: DeviceData
+    ):
         obs, y = observed_counts(data.y[rows])
         x = psi + data.offset[rows][:, None]
         terms = jnp.where(obs, y * x - jnp.exp(x), 0.0)
@@ -96,14 +96,11 @@ class PoissonDevice(_DeviceBase):
         rhs = rows_dot(Phi, w * target, self.row_groups, self.replicated)
         return gaussian_weights(key, Phi, w, rhs, self.prior_scale**-2.0, self.row_groups, self.replicated)
 
-    def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
+    def update(self, key, Phi: jax.Array, dparams: LikelihoodParams, data: DeviceData) -> LikelihoodParams:
         """One elliptical slice update of every weight column (:func:`ibp_rflvm.samplers.ess.elliptical_slice`
         with units ``beta_j / s`` under ``N(0, I)``); a column stops at its first proposal above
         its slice level, the bracket shrinking towards the current point on each rejection."""
-        beta = dparams["beta"]
-        if _LAPLACE_START in dparams:
-            key, k_start = jax.random.split(key)
-            beta = self.laplace_draw(k_start, Phi, data)
+        beta = dparams.beta
         s = self.prior_scale
         obs, y = observed_counts(data.y)
         off = data.offset[:, None]
@@ -116,7 +113,7 @@ class PoissonDevice(_DeviceBase):
 
         U = beta.T / s
         U_new = elliptical_slice(key, U, lambda prop: (col_ll(prop), ()), col_ll(U))[0]
-        return {"beta": s * U_new.T}
+        return LikelihoodParams(beta=s * U_new.T)
 
 
 def one_column_weights(
@@ -147,11 +144,13 @@ class MultinomialDevice(_DeviceBase):
     total, ``beta_J = 0`` the reference and ``beta_j ~ N(0, s^2 I)`` for ``j < J``. The start is
     ``beta = 0`` and one sweep of the category updates, as the host's ``init_params``."""
 
-    def row_constants(self, dparams: dict, data: DeviceData) -> jax.Array:
+    def row_constants(self, dparams: LikelihoodParams, data: DeviceData) -> jax.Array:
         obs, y, n, _ = _row_totals(data)
         return lax.lgamma(n + 1.0) - jnp.sum(jnp.where(obs, lax.lgamma(y + 1.0), 0.0), axis=1)
 
-    def row_loglik(self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: dict, data: DeviceData):
+    def row_loglik(
+        self, psi: jax.Array, rows: jax.Array, const: jax.Array, dparams: LikelihoodParams, data: DeviceData
+    ):
         obs, y = observed_counts(data.y[rows])
         # Offsets are zero here (and a row's shift cancels in the softmax); added for the interface.
         x = psi + data.offset[rows][:, None]
@@ -164,7 +163,7 @@ class MultinomialDevice(_DeviceBase):
         # A row with nothing observed has likelihood 1 (its log-sum-exp is -inf).
         return jnp.where(any_obs, ll, 0.0)
 
-    def update(self, key, Phi: jax.Array, dparams: dict, data: DeviceData) -> dict:
+    def update(self, key, Phi: jax.Array, dparams: LikelihoodParams, data: DeviceData) -> LikelihoodParams:
         """Categories ``j = 0 .. J-2`` in turn: ``omega_ij ~ PG(n_i, psi_ij - xi_ij)``, then
         ``beta_j ~ N(V Phi^T (kappa_j + Omega_j xi_j), V)``, ``kappa_ij = y_ij - n_i / 2``,
         ``xi_ij = log sum_{j' observed, j' != j} exp(psi_ij')`` at the categories' current values.
@@ -176,7 +175,7 @@ class MultinomialDevice(_DeviceBase):
         float64 rounding for every row at ``O(N J)`` per sweep.
         """
         obs, y, n, informative = _row_totals(data)
-        beta = dparams["beta"]
+        beta = dparams.beta
         J = beta.shape[1]
         psi0 = jnp.where(obs, Phi @ beta, -jnp.inf)
         tail = lax.cumlogsumexp(psi0, axis=1, reverse=True)
@@ -201,7 +200,7 @@ class MultinomialDevice(_DeviceBase):
 
         start = (beta, jnp.full(Phi.shape[0], -jnp.inf))
         beta, _ = lax.fori_loop(0, J - 1, category, start)
-        return {"beta": beta}
+        return LikelihoodParams(beta=beta)
 
 
 __all__ = ["MultinomialDevice", "PoissonDevice", "for_likelihood", "one_column_weights"]

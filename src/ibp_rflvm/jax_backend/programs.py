@@ -39,12 +39,12 @@ def features_of(proj: jax.Array, bias: bool, M: int) -> jax.Array:
 def total_loglik(Phi, dparams, data: DeviceData, dlik, bias, M):
     """The row constants and the rows' log-likelihoods at ``psi = Phi beta``."""
     const = dlik.row_constants(dparams, data)
-    psi = Phi @ dparams["beta"]
+    psi = Phi @ dparams.beta
     ll = dlik.row_loglik(psi, jnp.arange(Phi.shape[0]), const, dparams, data)
     return const, ll, psi
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def update_params(key, Phi, dparams, data: DeviceData, dlik, bias, M):
-    """The likelihood's Gibbs step given ``Phi``: the weights and its own variables."""
-    return dlik.update(key, Phi, dparams, data)
+def start_params(key, Phi, dparams, data: DeviceData, dlik, bias, M):
+    """The chain's first variables of the likelihood given ``Phi`` (the likelihood's ``start``)."""
+    return dlik.start(key, Phi, dparams, data)

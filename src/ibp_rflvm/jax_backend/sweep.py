@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..likelihoods.base import LikelihoodParams
 from ..state import MoveCounts
 from . import ibp_device as zmoves
 from . import jax, linalg
@@ -73,7 +74,7 @@ class DeviceState(NamedTuple):
     mu: jax.Array
     Sigma: jax.Array
     eta: jax.Array
-    params: dict
+    params: LikelihoodParams
     loglik: jax.Array
     sweep: jax.Array
     ibp_beta: jax.Array
@@ -191,7 +192,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     dlik = cfg.dlik
     k_z, k_x, k_w, k_dp, k_lik, k_alpha, k_pi = jax.random.split(key, 7)
     dparams = st.params
-    beta = dparams["beta"]
+    beta = dparams.beta
     const = dlik.row_constants(dparams, data)
     score, score_row = make_scorers(beta, const, dparams, data, cfg)
     X, Z, W, mu, Sigma, pi, alpha = st.X, st.Z, st.W, st.mu, st.Sigma, st.pi, st.alpha
@@ -256,7 +257,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     Phi = features_of(P, cfg.bias, cfg.M)
     dparams = dlik.update(k_lik, Phi, dparams, data)
     const = dlik.row_constants(dparams, data)
-    ll = dlik.row_loglik(rows_times(Phi, dparams["beta"], cfg), slice(None), const, dparams, data)
+    ll = dlik.row_loglik(rows_times(Phi, dparams.beta, cfg), slice(None), const, dparams, data)
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
     new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
     new = canonical(new, active)
