@@ -160,11 +160,11 @@ class Traces(NamedTuple):
 
 
 #: Sweeps one device call runs at most; the keys arrive padded to this many, so one compiled
-#: program serves every call of a fit. One: on XLA's CPU runtime (JAX 0.10.2) a compiled loop of
-#: several sweeps at 2,000 x 500 stopped in its second sweep with every thread idle (a deadlock
-#: in the runtime; one sweep per call ran in 2.5 s), so the driver calls the device once per
-#: sweep and keeps the state there between calls, reading back only the traces at the end.
-RUN_LENGTH = 1
+#: program serves every call of a fit. Was 1 while a compiled loop of sweeps stopped on XLA's CPU
+#: runtime; that stop was jaxlib's batched LAPACK waiting on its own thread pool, which
+#: :mod:`.linalg` avoids. Ten sweeps a call gave the same chain and ran faster in each of three
+#: alternated pairs at 2,000 x 500 (``benchmarks/bench_run_length.py``; docs/record/jax_backend.md).
+RUN_LENGTH = 10
 
 
 @partial(jax.jit, static_argnames=("cfg",), donate_argnames=("state",))
