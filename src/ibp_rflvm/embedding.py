@@ -284,6 +284,50 @@ def embed_new_rows(
         return emb.project(new_blocks, train_blocks, n)
 
 
+def embed_new_rows_with_std(
+    posterior: Posterior, Yn: np.ndarray, lik, prep, n: int, n_draws: int, n_sweeps: int, burn_in: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """New rows' first `n` embedding coordinates and their posterior standard deviations.
+
+    The same draws as :func:`embed_new_rows`, so the coordinates are its result. The standard
+    deviation is that of ``embedding_std_`` (:mod:`ibp_rflvm.summaries.uncertainty`): the
+    spread of the rows' function values about their posterior mean, over the sampler's kept
+    sweeps and the posterior samples, expressed in each sample's loadings.
+    """
+    samples, weights, chains = embedding_samples(posterior)
+    spec = posterior.spec
+    emb = posterior_embedding(posterior)
+    U = emb.scores[:, :n] / emb.eigenvalues[:n]
+    # Per sample: its weight, loadings, the rows' mean centred block and mean squared place.
+    parts = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for i, scale in _spread(chains, n_draws):
+            smp = samples[i]
+            train = posterior_block(posterior, smp)
+            centre = train.mean(axis=0)
+            loadings = (train - centre).T @ U
+
+            def moments(H, smp=smp, centre=centre, loadings=loadings):
+                block = posterior_block(posterior, smp._replace(H=H)) - centre
+                return np.hstack([block, (block @ loadings) ** 2])
+
+            _, _, m = sample_new_rows(
+                rng, Yn, lik, prep, smp, spec.prior() if spec.ibp else None, spec.bias, n_sweeps, burn_in,
+                block=moments,
+            )  # fmt: skip
+            J = m.shape[1] - n
+            parts.append((weights[i] * scale, loadings, m[:, :J], m[:, J:]))
+        total = sum(p[0] for p in parts)
+        mean_block = sum(w * b for w, _, b, _ in parts) / total
+        coords = sum(w * (b @ L) for w, L, b, _ in parts)
+        # E[((a - abar) L)^2] = E[(a L)^2] - 2 (E[a] L)(abar L) + (abar L)^2 within each sample.
+        var = sum(
+            w * (sq - 2 * (b @ L) * (mean_block @ L) + (mean_block @ L) ** 2) for w, L, b, sq in parts
+        ) / total
+    return coords, np.sqrt(np.maximum(var, 0.0))
+
+
 def _spread(chains: np.ndarray, n_draws: int) -> list[tuple[int, float]]:
     """At most `n_draws` evenly spaced embedding samples of each chain, each with the factor
     (samples of its chain over those chosen) that keeps its chain's total weight."""
@@ -417,7 +461,8 @@ class PosteriorEmbeddingMixin:
         random_state=None,
         missing_mask=None,
         size_factors=None,
-    ) -> np.ndarray:
+        return_std: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """New rows placed in the training rows' posterior embedding.
 
         Under each of `n_draws` kept samples per chain (evenly spaced among those the embedding
@@ -446,11 +491,16 @@ class PosteriorEmbeddingMixin:
             ``True`` marks an unobserved entry, as in :meth:`fit`.
         size_factors : array-like of shape (n_new,), default=None
             The new rows' size factors, as in :meth:`transform`.
+        return_std : bool, default=False
+            Also return each coordinate's posterior standard deviation, over the sampler's
+            kept sweeps and the posterior samples (the counterpart of ``embedding_std_``).
 
         Returns
         -------
-        ndarray of shape (n_new, n_components)
+        coords : ndarray of shape (n_new, n_components)
             The new rows' coordinates, comparable with ``embedding_``'s leading columns.
+        std : ndarray of shape (n_new, n_components)
+            Only with `return_std`: their posterior standard deviations.
         """
         post = self._posterior()
         emb = posterior_embedding(post)
@@ -463,4 +513,6 @@ class PosteriorEmbeddingMixin:
             raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
         n_draws = check_int("n_draws", n_draws, 1)
         rng = check_random_state(0 if random_state is None else random_state)
+        if return_std:
+            return embed_new_rows_with_std(post, Yn, lik, prep, n, n_draws, n_sweeps, burn_in, rng)
         return embed_new_rows(post, Yn, lik, prep, n, n_draws, n_sweeps, burn_in, rng)

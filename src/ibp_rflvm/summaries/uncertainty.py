@@ -1,0 +1,62 @@
+"""How sure the posterior is about each row's place in the embedding.
+
+The posterior embedding (:mod:`ibp_rflvm.embedding`) is the kernel principal components of
+``Kbar = sum_s w_s C_s C_s^T``, with ``C_s`` sample ``s``'s centred block of per-row function
+values (``N x J``, in the data's columns, so comparable across samples). With
+``U = V / sqrt(lambda)`` (``V`` the eigenvectors), the embedded rows are
+
+    Kbar U = sum_s w_s C_s L_s,    L_s = C_s^T U  (``J x n``, sample ``s``'s loadings):
+
+each sample places every row at ``C_s L_s`` and ``embedding_`` is the weighted mean of those
+places. Their spread mixes two things: how much the row's own function values vary between
+samples, and how much the loadings vary, which moves every row together, in proportion to
+its distance from the centre, whether its data pin it down or not. Only the first is the row's
+uncertainty, so ``embedding_std_`` is
+
+    sd_i = sqrt( sum_s w_s ((c_is - cbar_i) L_s)^2 ),    cbar = sum_s w_s C_s,
+
+the spread of the row's function values about their posterior mean, expressed in each
+sample's loadings. A row whose entries are mostly unobserved has a latent position the data
+pin down less, so its function values vary more between samples, and so does its place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ..embedding import embedding_samples, posterior_block, posterior_embedding
+from ..posterior import Posterior
+
+
+def _directions(posterior: Posterior, n: int) -> np.ndarray:
+    emb = posterior_embedding(posterior)
+    return emb.scores[:, :n] / emb.eigenvalues[:n]
+
+
+def embedding_std(posterior: Posterior, n: int) -> np.ndarray:
+    """Posterior standard deviation of the training rows' first `n` embedding coordinates,
+    ``N x n`` (computed once per posterior and `n`). Two passes over the embedding's samples:
+    the posterior-mean function values first, then each sample's deviation from them."""
+
+    def compute() -> np.ndarray:
+        samples, weights, _ = embedding_samples(posterior)
+        U = _directions(posterior, n)
+        with threadpool_limits(limits=1, user_api="blas"):
+            mean = None
+            for smp, w in zip(samples, weights, strict=True):
+                C = _centred(posterior, smp)
+                mean = w * C if mean is None else mean + w * C
+            mean /= float(np.sum(weights))
+            second = np.zeros((posterior.shape[0], n))
+            for smp, w in zip(samples, weights, strict=True):
+                C = _centred(posterior, smp)
+                second += w * ((C - mean) @ (C.T @ U)) ** 2
+        return np.sqrt(second / float(np.sum(weights)))
+
+    return posterior.memo(("embedding_std", int(n)), compute)
+
+
+def _centred(posterior: Posterior, sample) -> np.ndarray:
+    block = posterior_block(posterior, sample)
+    return block - block.mean(axis=0)
