@@ -131,11 +131,12 @@ class LatentSummaryMixin:
 
     @property
     def embedding_std_(self) -> np.ndarray:
-        """Posterior standard deviation of each row's ``embedding_`` coordinates, ``n_samples x embedding_dims_``.
+        """Posterior standard deviation of each row's ``embedding_`` coordinates, ``n_samples x d``.
 
-        Each kept sample that the embedding uses places every row (its centred function values
-        projected on the components); ``embedding_`` is the weighted mean of those places and
-        this their weighted standard deviation (:doc:`/latent_space`). Rows with few observed
-        entries have larger ones.
+        ``d`` is ``embedding_dims_``. The spread, over the kept samples the embedding uses, of
+        the row's function values about their posterior mean, projected on the components as
+        each sample's loadings express them (:doc:`/latent_space`); the change of the loadings
+        themselves, which moves every row together, is left out. Rows with few observed entries
+        have larger ones.
         """
         return embedding_std(self._posterior(), self.embedding_dims_).copy()
