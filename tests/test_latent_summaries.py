@@ -150,3 +150,27 @@ def test_embed_returns_the_same_coordinates_with_their_sd(fitted):
     plain = fitted.embed(Y, n_components=3, n_draws=3, n_sweeps=12, burn_in=4)
     np.testing.assert_allclose(coords, plain, atol=1e-10)
     assert sd.shape == (4, 3) and np.all(sd > 0)
+
+
+def test_summary_states_the_three_counts_side_by_side(fitted):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = fitted.summary()
+    counts = table.loc[["k_plus", "effective_dims", "embedding_dims"], "counts"]
+    assert counts.str.len().gt(20).all() and table["counts"].notna().sum() == 3
+    assert table.loc["embedding_dims", "mean"] == fitted.embedding_dims_
+
+
+def test_a_k_plus_that_never_left_its_start_is_reported():
+    from ibp_rflvm.summaries.counts import KPlusStuckWarning, dimension_counts, k_plus_stuck
+
+    Y = np.random.default_rng(0).standard_normal((40, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = IBPRFLVM(sampler="paper", init_dims=3, n_iter=6, n_frequencies=5, random_state=0).fit(Y)
+    trace = model.traces_["n_active"]
+    assert np.all(np.abs(trace - 3) <= 1) and k_plus_stuck(model.posterior_)
+    with pytest.warns(KPlusStuckWarning, match="stayed within one of its start"):
+        table = dimension_counts(model.posterior_)
+    assert list(table.index) == ["k_plus", "effective_dims", "embedding_dims"]
+    assert (table["low"] <= table["median"]).all() and (table["median"] <= table["high"]).all()

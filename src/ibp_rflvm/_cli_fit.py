@@ -317,6 +317,9 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
         f"final {dims} = {k_final[best]} ({which}); latent.csv and latent_space.png hold its final sample"
     )
     lines.append(f"embedding.csv: {embedding.shape[1]} posterior-embedding components ({combined})")
+    lines.append("three numbers called dimensions (summary.csv, column counts):")
+    for name, row in summary.loc[["k_plus", "effective_dims", "embedding_dims"]].iterrows():
+        lines.append(f"  {name}: {row['mean']:.1f} - {row['counts']}")
     if picture is not None:
         lines.append("view.csv: the 2-D view (t-SNE of the embedding; keeps neighbours, not distances)")
     return lines, summary
