@@ -174,3 +174,21 @@ def test_a_k_plus_that_never_left_its_start_is_reported():
         table = dimension_counts(model.posterior_)
     assert list(table.index) == ["k_plus", "effective_dims", "embedding_dims"]
     assert (table["low"] <= table["median"]).all() and (table["median"] <= table["high"]).all()
+
+
+def test_pictures_of_the_dimensions(fitted, tmp_path):
+    from ibp_rflvm.plots import effects_figure, plt, usage_view_plot
+    from ibp_rflvm.summaries import dimension_summary
+
+    summary = dimension_summary(fitted.posterior_)
+    names = fitted.dimension_effects_.index.to_numpy()
+    fig = effects_figure(summary.effect, summary.lower, summary.upper, summary.labels, names, n_top=3)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(summary.labels)
+    shown = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(shown) == len(set(shown)) and set(fitted.top_columns(3)["column"]) == set(shown)
+    plt.close(fig)
+    view, sd = fitted.view(return_std=True)
+    np.testing.assert_allclose(sd, np.linalg.norm(fitted.embedding_std_, axis=1))
+    path = usage_view_plot(tmp_path / "usage.png", view, summary.usage, summary.labels, sd, max_panels=2)
+    assert path.stat().st_size > 0

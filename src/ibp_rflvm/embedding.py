@@ -399,7 +399,9 @@ class PosteriorEmbeddingMixin:
         n = check_n_components(n_components, emb.n_available)
         return emb.scores[:, :n].copy()
 
-    def view(self, n_components: int = 2, random_state: int = 0) -> np.ndarray:
+    def view(
+        self, n_components: int = 2, random_state: int = 0, return_std: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """A 2-D (or 3-D) picture of the training rows that keeps the posterior's neighbourhoods.
 
         A t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`, perplexity 10, chosen by
@@ -415,16 +417,26 @@ class PosteriorEmbeddingMixin:
             Handed to scikit-learn's ``TSNE``; it does not change the picture, whose start is
             the principal axes of ``embedding_`` (:mod:`ibp_rflvm.view`), so the view is a
             function of the fit alone.
+        return_std : bool, default=False
+            Also return each row's posterior standard deviation in ``embedding_`` (the norm of
+            its row of ``embedding_std_``), to draw as point size or transparency: t-SNE's map
+            has no axes of its own on which a spread could be measured.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components)
+        positions : ndarray of shape (n_samples, n_components)
             The training rows' positions in the picture.
+        std : ndarray of shape (n_samples,)
+            Only with `return_std`: each row's posterior standard deviation.
         """
         from .view import view
 
         post = self._posterior()
-        return post.memo(("view", int(n_components)), lambda: view(self, n_components, random_state)).copy()
+        key = ("view", int(n_components))
+        positions = post.memo(key, lambda: view(self, n_components, random_state)).copy()
+        if return_std:
+            return positions, np.linalg.norm(self.embedding_std_, axis=1)
+        return positions
 
     def view_new_rows(self, Y_new, n_components: int = 2, **embed_kw) -> np.ndarray:
         """New rows placed in :meth:`view`'s picture.

@@ -198,3 +198,92 @@ def k_plus_figure(
     hx.set_xlabel("K+ (kept sweeps)")
     hx.set_ylabel("posterior probability")
     return fig
+
+
+def effects_figure(
+    effect: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    dimensions: Sequence[str],
+    columns: Sequence[str],
+    n_top: int = 5,
+    title: str | None = None,
+):
+    """Heat map of dimensions x their top columns: each cell the posterior-mean effect, a dot where
+    the credible interval holds 0, a Figure.
+
+    `effect`, `lower` and `upper` are ``n_dims x J`` (a dimension summary's, as
+    ``dimension_effects_`` and :meth:`~ibp_rflvm.IBPRFLVM.top_columns` report them); the columns
+    drawn are each dimension's `n_top` largest absolute effects, in the dimensions' order, each
+    once.
+    """
+    effect, lower, upper = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (effect, lower, upper))
+    top = np.argsort(-np.abs(effect), axis=1, kind="stable")[:, : max(1, int(n_top))]
+    shown = list(dict.fromkeys(int(j) for j in top.ravel())) if effect.size else []
+    E = effect[:, shown]
+    limit = float(np.max(np.abs(E))) if E.size else 1.0
+    width = min(2.0 + 0.32 * len(shown), 18.0)
+    fig, ax = plt.subplots(figsize=(width, 1.2 + 0.35 * max(len(dimensions), 1)))
+    image = ax.imshow(E, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
+    holds_zero = (lower[:, shown] <= 0) & (upper[:, shown] >= 0)
+    rows, cols = np.nonzero(holds_zero)
+    ax.scatter(cols, rows, s=6, c="k", marker=".", label="interval holds 0")
+    ax.set_yticks(range(len(dimensions)), list(dimensions))
+    ax.set_xticks(range(len(shown)), [str(columns[j]) for j in shown], rotation=90, fontsize=7)
+    fig.colorbar(image, ax=ax, label="effect (switched off minus on, link scale)", shrink=0.8)
+    if rows.size:
+        ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.0, 1.25), frameon=False)
+    ax.set_title(title or "each dimension's effect on its top columns", fontsize=9)
+    return fig
+
+
+def effects_plot(path: str | Path, *args, **kwargs) -> Path:
+    """:func:`effects_figure` saved to `path`."""
+    return _save(effects_figure(*args, **kwargs), path)
+
+
+def usage_view_figure(
+    view: np.ndarray,
+    usage: np.ndarray,
+    dimensions: Sequence[str],
+    uncertainty: np.ndarray | None = None,
+    max_panels: int = 6,
+    title: str | None = None,
+):
+    """The 2-D view once per dimension, each row coloured by the probability that it uses the
+    dimension, a Figure.
+
+    `view` is ``N x 2`` (:meth:`~ibp_rflvm.IBPRFLVM.view`), `usage` ``N x n_dims``
+    (``dimension_usage_``); the first `max_panels` dimensions are drawn. With `uncertainty`
+    (``N``, e.g. the norm of each row's ``embedding_std_``) a point's size grows with it, so the
+    rows the posterior is least sure of stand out.
+    """
+    view, usage = np.asarray(view, dtype=np.float64), np.atleast_2d(np.asarray(usage, dtype=np.float64))
+    n = max(1, min(int(max_panels), usage.shape[1]))
+    size = 6.0
+    if uncertainty is not None:
+        u = np.asarray(uncertainty, dtype=np.float64)
+        size = 3.0 + 30.0 * u / max(float(np.max(u)), 1e-300)
+    fig, axes = plt.subplots(1, n, figsize=(2.8 * n + 0.8, 3.0), squeeze=False)
+    for k, ax in enumerate(axes[0]):
+        if k < usage.shape[1]:
+            points = ax.scatter(view[:, 0], view[:, 1], c=usage[:, k], s=size, cmap="viridis",
+                                vmin=0.0, vmax=1.0, linewidths=0)  # fmt: skip
+            ax.set_title(f"{dimensions[k]}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if usage.shape[1]:
+        fig.colorbar(points, ax=axes[0].tolist(), label="P(row uses the dimension)", shrink=0.8)
+    fig.suptitle(title or "view coloured by each dimension's usage", fontsize=9)
+    return fig
+
+
+def usage_view_plot(path: str | Path, *args, **kwargs) -> Path:
+    """:func:`usage_view_figure` saved to `path`."""
+    fig = usage_view_figure(*args, **kwargs)
+    # The colour bar spans the panels, which tight_layout cannot place.
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
