@@ -1,6 +1,7 @@
 """What each latent dimension means, read from the whole posterior.
 
-Every kept sample (chain ``k``'s sharing its weight) is reduced to its dimensions' effects
+Every kept sample (at most ``SUMMARY_MAX_DRAWS`` per chain, evenly thinned; chain ``k``'s sharing
+its weight) is reduced to its dimensions' effects
 (:mod:`.effects`), the dimensions are matched across samples (:mod:`.align`), and each aligned
 dimension ``d`` is summarised over the samples:
 
@@ -34,6 +35,9 @@ from .effects import sample_effects
 MIN_PROBABILITY = 0.5
 #: Mass of the effects' equal-tailed credible intervals.
 LEVEL = 0.9
+#: Kept samples per chain summarised (evenly thinned, the last included): consecutive samples are
+#: strongly correlated, and each costs trigonometry over its used rows for every dimension.
+SUMMARY_MAX_DRAWS = 100
 #: Top columns named in ``dimensions_``.
 N_TOP_NAMED = 5
 
@@ -111,16 +115,15 @@ def dimension_summary(
 
 def _summarise(posterior: Posterior, min_probability: float, level: float, min_similarity: float):
     spec = posterior.spec
-    keep = np.flatnonzero(posterior.sample_weights > 0)
-    weights = posterior.sample_weights[keep]
-    weights = weights / weights.sum()
+    samples, weights = [], []
+    for c, kept, _ in posterior.thinned(SUMMARY_MAX_DRAWS):
+        if posterior.weights[c] > 0 and kept:
+            samples.extend(kept)
+            weights.extend([posterior.weights[c] / len(kept)] * len(kept))
+    weights = np.asarray(weights) / np.sum(weights)
     shift = spec.likelihood.row_shift_invariant
     with threadpool_limits(limits=1, user_api="blas"):
-        effects = [
-            sample_effects(posterior.samples[i].H, posterior.samples[i].W, posterior.samples[i].params.beta,
-                           spec.bias, shift)
-            for i in keep
-        ]  # fmt: skip
+        effects = [sample_effects(s.H, s.W, s.params.beta, spec.bias, shift) for s in samples]
         labels = align(effects, weights, min_similarity)
     n_rows, n_cols = posterior.shape
     n_aligned = 1 + max((int(lab.max()) for lab in labels if lab.size), default=-1)
