@@ -95,6 +95,7 @@ snippet_sources = [
     "likelihoods.md",
     "chains.md",
     "embedding.md",
+    "latent_space.md",
     "single_cell.md",
     "scaling.md",
     "cli.md",
