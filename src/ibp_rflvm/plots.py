@@ -209,14 +209,7 @@ def effects_figure(
     n_top: int = 5,
     title: str | None = None,
 ):
-    """Heat map of dimensions x their top columns: each cell the posterior-mean effect, a dot where
-    the credible interval holds 0, a Figure.
-
-    `effect`, `lower` and `upper` are ``n_dims x J`` (a dimension summary's, as
-    ``dimension_effects_`` and :meth:`~ibp_rflvm.IBPRFLVM.top_columns` report them); the columns
-    drawn are each dimension's `n_top` largest absolute effects, in the dimensions' order, each
-    once.
-    """
+    """Heat map of dimensions x their top columns (the Figure of :func:`effects_plot`)."""
     effect, lower, upper = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (effect, lower, upper))
     top = np.argsort(-np.abs(effect), axis=1, kind="stable")[:, : max(1, int(n_top))]
     shown = list(dict.fromkeys(int(j) for j in top.ravel())) if effect.size else []
@@ -237,9 +230,43 @@ def effects_figure(
     return fig
 
 
-def effects_plot(path: str | Path, *args, **kwargs) -> Path:
-    """:func:`effects_figure` saved to `path`."""
-    return _save(effects_figure(*args, **kwargs), path)
+def effects_plot(
+    path: str | Path,
+    effect: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    dimensions: Sequence[str],
+    columns: Sequence[str],
+    n_top: int = 5,
+    title: str | None = None,
+) -> Path:
+    """Heat map of the latent dimensions x their top columns, saved to `path`.
+
+    Each cell is a dimension's posterior-mean effect on a column (red: the column is higher
+    with the dimension on; blue: lower), with a dot where the credible interval holds 0.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The image file to write (its folder is created).
+    effect, lower, upper : ndarray of shape (n_dims, n_features)
+        Posterior-mean effects and their credible bounds, as
+        :func:`ibp_rflvm.summaries.dimension_summary` gives them.
+    dimensions : sequence of str
+        The dimensions' names (``dimensions_.index``).
+    columns : sequence of str
+        The columns' names.
+    n_top : int, default=5
+        Columns drawn per dimension: its largest absolute effects, each column once.
+    title : str or None, default=None
+        The title (None: a default).
+
+    Returns
+    -------
+    pathlib.Path
+        `path`.
+    """
+    return _save(effects_figure(effect, lower, upper, dimensions, columns, n_top, title), path)
 
 
 def usage_view_figure(
@@ -250,14 +277,7 @@ def usage_view_figure(
     max_panels: int = 6,
     title: str | None = None,
 ):
-    """The 2-D view once per dimension, each row coloured by the probability that it uses the
-    dimension, a Figure.
-
-    `view` is ``N x 2`` (:meth:`~ibp_rflvm.IBPRFLVM.view`), `usage` ``N x n_dims``
-    (``dimension_usage_``); the first `max_panels` dimensions are drawn. With `uncertainty`
-    (``N``, e.g. the norm of each row's ``embedding_std_``) a point's size grows with it, so the
-    rows the posterior is least sure of stand out.
-    """
+    """The view once per dimension, coloured by usage (the Figure of :func:`usage_view_plot`)."""
     view, usage = np.asarray(view, dtype=np.float64), np.atleast_2d(np.asarray(usage, dtype=np.float64))
     n = max(1, min(int(max_panels), usage.shape[1]))
     size = 6.0
@@ -278,9 +298,42 @@ def usage_view_figure(
     return fig
 
 
-def usage_view_plot(path: str | Path, *args, **kwargs) -> Path:
-    """:func:`usage_view_figure` saved to `path`."""
-    fig = usage_view_figure(*args, **kwargs)
+def usage_view_plot(
+    path: str | Path,
+    view: np.ndarray,
+    usage: np.ndarray,
+    dimensions: Sequence[str],
+    uncertainty: np.ndarray | None = None,
+    max_panels: int = 6,
+    title: str | None = None,
+) -> Path:
+    """The 2-D view once per latent dimension, each row coloured by the probability that it
+    uses the dimension, saved to `path`.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The image file to write (its folder is created).
+    view : ndarray of shape (n_samples, 2)
+        The rows' places in the picture (the estimator's ``view()``).
+    usage : ndarray of shape (n_samples, n_dims)
+        The posterior probability that each row uses each dimension (``dimension_usage_``).
+    dimensions : sequence of str
+        The dimensions' names (``dimensions_.index``).
+    uncertainty : ndarray of shape (n_samples,) or None, default=None
+        A per-row spread (``view(return_std=True)``'s second value): a point's size grows
+        with it, so the rows the posterior is least sure of stand out.
+    max_panels : int, default=6
+        At most this many dimensions, the first ones, are drawn.
+    title : str or None, default=None
+        The title (None: a default).
+
+    Returns
+    -------
+    pathlib.Path
+        `path`.
+    """
+    fig = usage_view_figure(view, usage, dimensions, uncertainty, max_panels, title)
     # The colour bar spans the panels, which tight_layout cannot place.
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

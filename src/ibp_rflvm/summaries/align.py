@@ -104,7 +104,7 @@ def align(
         Every sample's dimensions (:func:`.effects.sample_effects`).
     weights : ndarray of shape (n_samples,)
         The samples' posterior weights.
-    min_similarity : float, default=MIN_SIMILARITY
+    min_similarity : float, default=0.4
         Below this similarity a dimension gets a label of its own.
 
     Returns

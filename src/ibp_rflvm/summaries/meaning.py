@@ -59,10 +59,28 @@ def weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: Sequence[flo
 
 @dataclass(frozen=True)
 class DimensionSummary:
-    """The reported dimensions of a posterior (see the module's docstring): ``labels``
-    (``"d1"``, ...), ``probability``, ``share`` (each ``n_dims``), ``usage`` (``N x n_dims``),
-    ``effect``, ``lower``, ``upper`` (each ``n_dims x J``), the interval's ``level``,
-    ``n_samples`` summarised and ``n_aligned`` (dimensions found before the probability cut)."""
+    """The reported latent dimensions of a posterior (:func:`dimension_summary`).
+
+    Parameters
+    ----------
+    labels : tuple of str
+        The dimensions' names, ``"d1"``, ``"d2"``, ..., largest share first.
+    probability : ndarray of shape (n_dims,)
+        Posterior probability that each exists.
+    share : ndarray of shape (n_dims,)
+        Posterior-mean share of the fit.
+    usage : ndarray of shape (n_samples, n_dims)
+        Posterior probability that each row uses each dimension.
+    effect, lower, upper : ndarray of shape (n_dims, n_features)
+        Posterior-mean effect on each column given that the dimension exists, and the bounds
+        of its equal-tailed credible interval.
+    level : float
+        The interval's mass.
+    n_samples : int
+        Kept samples summarised.
+    n_aligned : int
+        Dimensions the alignment found, reported or not.
+    """
 
     labels: tuple[str, ...]
     probability: np.ndarray
@@ -93,11 +111,11 @@ def dimension_summary(
     ----------
     posterior : Posterior
         A fit's posterior.
-    min_probability : float, default=MIN_PROBABILITY
+    min_probability : float, default=0.5
         Report dimensions that exist with at least this posterior probability.
-    level : float, default=LEVEL
+    level : float, default=0.9
         Mass of the effects' credible intervals.
-    min_similarity : float, default=MIN_SIMILARITY
+    min_similarity : float, default=0.4
         The alignment's threshold (:func:`.align.align`).
 
     Returns

@@ -35,9 +35,24 @@ def _directions(posterior: Posterior, n: int) -> np.ndarray:
 
 
 def embedding_std(posterior: Posterior, n: int) -> np.ndarray:
-    """Posterior standard deviation of the training rows' first `n` embedding coordinates,
-    ``N x n`` (computed once per posterior and `n`). Two passes over the embedding's samples:
-    the posterior-mean function values first, then each sample's deviation from them."""
+    """Posterior standard deviation of the training rows' first `n` embedding coordinates.
+
+    Two passes over the embedding's samples: the posterior-mean function values first, then
+    each sample's deviation from them (see the module's docstring). Computed once per
+    posterior and `n`.
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A fit's posterior.
+    n : int
+        Leading coordinates of the embedding (at most those it has).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n)
+        Each row's standard deviation on each coordinate.
+    """
 
     def compute() -> np.ndarray:
         samples, weights, _ = embedding_samples(posterior)
