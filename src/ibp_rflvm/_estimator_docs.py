@@ -175,7 +175,7 @@ ATTRIBUTES: dict[str, tuple[str, str]] = {
         Posterior probability that each row uses each dimension of ``dimensions_``."""),
     "dimension_effects_": ("pandas.DataFrame of shape (n_features, n_dims)", """
         Each dimension's posterior-mean effect on each column (the change of the column's
-        linear predictor when the dimension is switched off, over the rows that use it)."""),
+        linear predictor with the dimension on minus off, over the rows that use it)."""),
     "feature_names_in_": ("ndarray of shape (n_features,)", """
         The columns' names, when `Y` was a DataFrame whose column names are all strings
         (absent otherwise); :meth:`top_columns` and ``dimension_effects_`` use them."""),

@@ -223,7 +223,7 @@ def effects_figure(
     ax.scatter(cols, rows, s=6, c="k", marker=".", label="interval holds 0")
     ax.set_yticks(range(len(dimensions)), list(dimensions))
     ax.set_xticks(range(len(shown)), [str(columns[j]) for j in shown], rotation=90, fontsize=7)
-    fig.colorbar(image, ax=ax, label="effect (switched off minus on, link scale)", shrink=0.8)
+    fig.colorbar(image, ax=ax, label="effect (on minus off, link scale)", shrink=0.8)
     if rows.size:
         ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.0, 1.25), frameon=False)
     ax.set_title(title or "each dimension's effect on its top columns", fontsize=9)

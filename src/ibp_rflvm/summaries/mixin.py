@@ -92,7 +92,7 @@ class LatentSummaryMixin:
     def dimension_effects_(self) -> pd.DataFrame:
         """Each reported dimension's posterior-mean effect on each column, ``n_features x n_dims``.
 
-        The change of the column's linear predictor when the dimension is switched off,
+        The column's linear predictor with the dimension on minus with it switched off,
         averaged over the rows that use it (the mean for the Gaussian; the log of the mean, a
         log fold change, for counts; the log-odds for binary data), given that the dimension
         exists. Index: the column names; columns: ``dimensions_.index``.
