@@ -125,6 +125,15 @@ def test_dimensions_and_their_pictures_are_written(tmp_path, capsys):
     assert "effective_dims:" in printed and "embedding_dims:" in printed
 
 
+def test_a_k_plus_that_never_moved_is_reported(tmp_path, capsys):
+    frame = _frame()
+    path = tmp_path / "expr.csv"
+    frame.to_csv(path, index_label="cell")
+    args = ["fit", str(path), "--out", str(tmp_path / "o"), "--sampler", "paper", "--dims", "3", *FAST]
+    assert main(args) == 0
+    assert "KPlusStuckWarning" in capsys.readouterr().err
+
+
 def test_pandas_index_column_is_read_as_row_names(tmp_path, capsys):
     frame = _frame().reset_index(drop=True)
     path = tmp_path / "frame.csv"

@@ -265,6 +265,7 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
     from .diagnostics import to_inference_data
     from .dimensions import k_plus_posterior
     from .plots import k_plus_plot, latent_heatmaps
+    from .summaries.counts import KPlusStuckWarning, k_plus_stuck
     from .view import MIN_ROWS as VIEW_MIN_ROWS
 
     # The chains, their weights and traces are the fit's Posterior; the estimator gives only
@@ -320,6 +321,14 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
     lines.append("three numbers called dimensions (summary.csv, column counts):")
     for name, row in summary.loc[["k_plus", "effective_dims", "embedding_dims"]].iterrows():
         lines.append(f"  {name}: {row['mean']:.1f} - {row['counts']}")
+    if k_plus_stuck(post):
+        # summary() warned too, but inside the block that keeps ArviZ's short-run notes quiet.
+        warnings.warn(
+            f"K+ stayed within one of its start ({', '.join(str(s) for s in starts)}) in every sweep: the "
+            "start, not the data, may have set it; compare other --dims or run longer",
+            KPlusStuckWarning,
+            stacklevel=2,
+        )
     if picture is not None:
         lines.append("view.csv: the 2-D view (t-SNE of the embedding; keeps neighbours, not distances)")
     lines.extend(write_dimensions(model, table, out, picture))
