@@ -37,9 +37,10 @@ def _directions(posterior: Posterior, n: int) -> np.ndarray:
 def embedding_std(posterior: Posterior, n: int) -> np.ndarray:
     """Posterior standard deviation of the training rows' first `n` embedding coordinates.
 
-    Two passes over the embedding's samples: the posterior-mean function values first, then
-    each sample's deviation from them (see the module's docstring). Computed once per
-    posterior and `n`.
+    One pass over the embedding's samples keeps each sample's places ``C_s L_s`` and loadings
+    ``L_s`` and sums the posterior-mean function values ``cbar``; the deviations
+    ``(C_s - cbar) L_s = C_s L_s - cbar L_s`` then need no sample's block again (see the
+    module's docstring). Computed once per posterior and `n`.
 
     Parameters
     ----------
@@ -57,17 +58,19 @@ def embedding_std(posterior: Posterior, n: int) -> np.ndarray:
     def compute() -> np.ndarray:
         samples, weights, _ = embedding_samples(posterior)
         U = _directions(posterior, n)
+        total = float(np.sum(weights))
         with threadpool_limits(limits=1, user_api="blas"):
-            mean = None
+            mean, kept = None, []
             for smp, w in zip(samples, weights, strict=True):
                 C = _centred(posterior, smp)
+                loadings = C.T @ U
+                kept.append((w, C @ loadings, loadings))
                 mean = w * C if mean is None else mean + w * C
-            mean /= float(np.sum(weights))
+            mean /= total
             second = np.zeros((posterior.shape[0], n))
-            for smp, w in zip(samples, weights, strict=True):
-                C = _centred(posterior, smp)
-                second += w * ((C - mean) @ (C.T @ U)) ** 2
-        return np.sqrt(second / float(np.sum(weights)))
+            for w, places, loadings in kept:
+                second += w * (places - mean @ loadings) ** 2
+        return np.sqrt(second / total)
 
     return posterior.memo(("embedding_std", int(n)), compute)
 
