@@ -1,6 +1,6 @@
 """Time of the latent-space summaries (issue 54) on a posterior of 10,000 x 2,000 counts with 200
 kept samples: ``dimensions_`` with ``top_columns`` (every kept sample), the posterior embedding
-(its kept samples thinned to 50) and ``embedding_std_`` (the same 50, two passes).
+(its kept samples thinned to 50) and ``embedding_std_`` (the same 50).
 
 The summaries are functions of the kept samples alone, so the posterior is built directly, not
 sampled (a 10,000 x 2,000 chain of 400 sweeps would take hours on one core): 12 dimensions
@@ -92,7 +92,7 @@ def main() -> None:
           f"{summary.n_aligned} aligned)")
     draws = embedding.EMBEDDING_MAX_DRAWS
     print(f"  posterior embedding (existing, {draws} samples): {t_emb:.1f} s")
-    print(f"  embedding_std_ ({n} coordinates, {draws} samples, two passes): {t_std:.1f} s")
+    print(f"  embedding_std_ ({n} coordinates, {draws} samples): {t_std:.1f} s")
 
 
 if __name__ == "__main__":
