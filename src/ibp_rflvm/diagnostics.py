@@ -119,7 +119,9 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     "dimensions" counts, on the rows ``k_plus``, ``effective_dims`` and ``embedding_dims`` (the
     last with the embedding's width as its mean); where ``K+`` never left its start a
     :class:`~ibp_rflvm.summaries.counts.KPlusStuckWarning` says so
-    (:func:`ibp_rflvm.summaries.counts.dimension_counts`).
+    (:func:`ibp_rflvm.summaries.counts.dimension_counts`). The embedding's width needs the
+    posterior embedding, computed here on first use and kept (``embedding_`` then costs
+    nothing).
     """
     import pandas as pd
 
