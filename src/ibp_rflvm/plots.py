@@ -214,19 +214,22 @@ def effects_figure(
     top = np.argsort(-np.abs(effect), axis=1, kind="stable")[:, : max(1, int(n_top))]
     shown = list(dict.fromkeys(int(j) for j in top.ravel())) if effect.size else []
     E = effect[:, shown]
-    limit = float(np.max(np.abs(E))) if E.size else 1.0
-    width = min(2.0 + 0.32 * len(shown), 18.0)
-    fig, ax = plt.subplots(figsize=(width, 1.2 + 0.35 * max(len(dimensions), 1)))
+    # A rarely used dimension can have effects several times the others' (few rows, loosely
+    # pinned); the colours stop at the 98th percentile so the rest stay readable, and the
+    # colour bar's pointed ends say that larger values are clipped.
+    limit = float(np.percentile(np.abs(E), 98)) if E.size else 1.0
+    limit = limit if limit > 0 else 1.0
+    width = min(2.5 + 0.32 * len(shown), 18.0)
+    fig, ax = plt.subplots(figsize=(width, 1.6 + 0.35 * max(len(dimensions), 1)), layout="constrained")
     image = ax.imshow(E, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
     holds_zero = (lower[:, shown] <= 0) & (upper[:, shown] >= 0)
     rows, cols = np.nonzero(holds_zero)
-    ax.scatter(cols, rows, s=6, c="k", marker=".", label="interval holds 0")
+    ax.scatter(cols, rows, s=6, c="k", marker=".")
     ax.set_yticks(range(len(dimensions)), list(dimensions))
     ax.set_xticks(range(len(shown)), [str(columns[j]) for j in shown], rotation=90, fontsize=7)
-    fig.colorbar(image, ax=ax, label="effect (on minus off, link scale)", shrink=0.8)
-    if rows.size:
-        ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.0, 1.25), frameon=False)
-    ax.set_title(title or "each dimension's effect on its top columns", fontsize=9)
+    fig.colorbar(image, ax=ax, label="effect (on minus off, link scale)", shrink=0.8, extend="both")
+    default = "each dimension's effect on its top columns (dot: the interval holds 0)"
+    ax.set_title(title or default, fontsize=9)
     return fig
 
 
@@ -266,7 +269,13 @@ def effects_plot(
     pathlib.Path
         `path`.
     """
-    return _save(effects_figure(effect, lower, upper, dimensions, columns, n_top, title), path)
+    fig = effects_figure(effect, lower, upper, dimensions, columns, n_top, title)
+    # Laid out when drawn (constrained layout), which tight_layout would undo.
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def usage_view_figure(
@@ -284,7 +293,7 @@ def usage_view_figure(
     if uncertainty is not None:
         u = np.asarray(uncertainty, dtype=np.float64)
         size = 3.0 + 30.0 * u / max(float(np.max(u)), 1e-300)
-    fig, axes = plt.subplots(1, n, figsize=(2.8 * n + 0.8, 3.0), squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(2.6 * n + 1.2, 3.0), squeeze=False, layout="constrained")
     for k, ax in enumerate(axes[0]):
         if k < usage.shape[1]:
             points = ax.scatter(view[:, 0], view[:, 1], c=usage[:, k], s=size, cmap="viridis",
@@ -334,7 +343,7 @@ def usage_view_plot(
         `path`.
     """
     fig = usage_view_figure(view, usage, dimensions, uncertainty, max_panels, title)
-    # The colour bar spans the panels, which tight_layout cannot place.
+    # Laid out when drawn (constrained layout: the colour bar spans the panels).
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
