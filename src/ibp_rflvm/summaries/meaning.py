@@ -147,15 +147,21 @@ def _summarise(posterior: Posterior, min_probability: float, level: float, min_s
     n_aligned = 1 + max((int(lab.max()) for lab in labels if lab.size), default=-1)
     probability = np.zeros(n_aligned)
     share = np.zeros(n_aligned)
-    usage = np.zeros((n_rows, n_aligned))
     for eff, lab, w in zip(effects, labels, weights, strict=True):
         probability[lab] += w
         total = eff.weight.sum()
         if total > 0:
             share[lab] += w * eff.weight / total
-        usage[:, lab] += w * eff.used
     reported = np.flatnonzero(probability >= min_probability - 1e-12)
     reported = reported[np.argsort(-share[reported], kind="stable")]
+    # Rows' usage only for the reported dimensions: samples unlike the rest can each add
+    # dimensions of their own, and an N-long column for each would cost memory for nothing.
+    slot = np.full(n_aligned, -1)
+    slot[reported] = np.arange(reported.size)
+    usage = np.zeros((n_rows, reported.size))
+    for eff, lab, w in zip(effects, labels, weights, strict=True):
+        keep = slot[lab] >= 0
+        usage[:, slot[lab[keep]]] += w * eff.used[:, keep]
     tails = ((1.0 - level) / 2, (1.0 + level) / 2)
     mean = np.zeros((reported.size, n_cols))
     bounds = np.zeros((2, reported.size, n_cols))
@@ -165,7 +171,7 @@ def _summarise(posterior: Posterior, min_probability: float, level: float, min_s
         bounds[:, t] = weighted_quantiles(values, w, tails)
     return DimensionSummary(
         labels=tuple(f"d{t + 1}" for t in range(reported.size)),
-        probability=probability[reported], share=share[reported], usage=usage[:, reported],
+        probability=probability[reported], share=share[reported], usage=usage,
         effect=mean, lower=bounds[0], upper=bounds[1], level=float(level),
         n_samples=len(effects), n_aligned=n_aligned,
     )  # fmt: skip
