@@ -11,7 +11,7 @@ Run::
     IBP_RFLVM_DATA=../shared/datasets OPENBLAS_NUM_THREADS=1 \
         .venv/bin/python studies/latent_space.py cancer --sweeps 300
     ... studies/latent_space.py pbmc --sweeps 200
-    ... studies/latent_space.py congress --sweeps 200
+    ... studies/latent_space.py congress --sweeps 200 [--size-factors total]
     ... studies/latent_space.py blocks --sweeps 60   # the tests' simulated blocks, seeds 1-5
 
 A one-off study (``studies/``, not maintained): its results and commands are in
@@ -124,11 +124,13 @@ def pbmc(sweeps: int, seed: int) -> None:
         print(by_type.round(2).to_string())
 
 
-def congress(sweeps: int, seed: int) -> None:
+def congress(sweeps: int, seed: int, size_factors: str | None = None) -> None:
     ds = load("congress")
     frame = pd.DataFrame(ds.data, columns=ds.feature_names)
     start = time.perf_counter()
-    model = IBPRFLVM(likelihood="negbinom", n_iter=sweeps, random_state=seed).fit(frame)
+    params = {"size_factors": size_factors} if size_factors else None
+    model = IBPRFLVM(likelihood="negbinom", n_iter=sweeps, random_state=seed, likelihood_params=params)
+    model.fit(frame)
     took = time.perf_counter() - start
     print(f"congress {ds.data.shape[0]} x {ds.data.shape[1]}, {sweeps} sweeps: fit {took:.0f} s")
     top = report(model, 10)
@@ -162,9 +164,13 @@ def main() -> None:
     parser.add_argument("data", choices=["cancer", "pbmc", "congress", "blocks"])
     parser.add_argument("--sweeps", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--size-factors", default=None, help='congress: e.g. "total" (default: none)')
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    run = {"cancer": cancer, "pbmc": pbmc, "congress": congress, "blocks": blocks}[args.data]
+    if args.data == "congress":
+        congress(args.sweeps, args.seed, args.size_factors)
+        return
+    run = {"cancer": cancer, "pbmc": pbmc, "blocks": blocks}[args.data]
     run(args.sweeps, args.seed)
 
 
