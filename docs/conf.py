@@ -45,11 +45,13 @@ _ESTIMATOR = (
     [
         "fit", "fit_transform", "transform", "predict", "score", "log_predictive_density",
         "pointwise_log_predictive", "perplexity", "embedding", "embed", "view", "view_new_rows",
-        "effective_dimensions", "summary", "to_inference_data", "get_params", "set_params",
+        "effective_dimensions", "top_columns", "summary", "to_inference_data", "get_params",
+        "set_params",
     ],
     [
         "embedding_", "embedding_dims_", "reconstruction_", "k_plus_posterior_", "effective_dims_",
-        "effective_draws_", "effective_dims_posterior_",
+        "effective_draws_", "effective_dims_posterior_", "embedding_std_", "dimensions_",
+        "dimension_usage_", "dimension_effects_",
     ],
     "Attributes computed from the posterior on first use",
 )  # fmt: skip
@@ -93,6 +95,7 @@ snippet_sources = [
     "likelihoods.md",
     "chains.md",
     "embedding.md",
+    "latent_space.md",
     "single_cell.md",
     "scaling.md",
     "cli.md",

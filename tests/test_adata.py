@@ -59,6 +59,15 @@ def test_round_trip_writes_the_documented_keys_and_leaves_x_untouched(adata):
     assert info["embedding_dims"] == direct.embedding_dims_
     np.testing.assert_array_equal(info["chain_weights"], direct.chain_weights_)
 
+    # Like scanpy's PCA: effects per gene in varm (NaN outside the subset), usage per cell in obsm.
+    effects = adata.varm["ibp_rflvm_effects"]
+    n_dims = len(direct.dimensions_)
+    assert effects.shape == (adata.n_vars, n_dims) and np.all(np.isnan(effects[~subset]))
+    np.testing.assert_array_equal(effects[subset], direct.dimension_effects_.to_numpy())
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_usage"], direct.dimension_usage_.to_numpy())
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_std"], direct.embedding_std_)
+    assert list(info["dimensions"]["names"]) == list(direct.dimensions_.index)
+
 
 def test_the_graph_is_the_posterior_embeddings_knn_in_scanpys_layout(adata):
     model = IBPRFLVM("negbinom", **FAST)
@@ -111,6 +120,7 @@ def test_a_view_is_read_as_its_sparse_counts(adata):
 def test_a_given_model_is_fitted_in_place(adata):
     model = IBPRFLVM("negbinom", **FAST)
     ibp_rflvm(adata, model=model)
+    assert set(model.top_columns(2)["column"]) <= set(adata.var_names)  # genes by name
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm"], model.embedding_)
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_sample"], model.latent_)
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_view"], model.view())  # the picture
@@ -128,8 +138,9 @@ def test_results_can_be_saved_as_h5ad(adata, tmp_path):
     else:
         adata.write_h5ad(path)
     back = anndata.read_h5ad(path)
-    for key in ("X_ibp_rflvm", "X_ibp_rflvm_sample"):
+    for key in ("X_ibp_rflvm", "X_ibp_rflvm_sample", "X_ibp_rflvm_usage", "X_ibp_rflvm_std"):
         np.testing.assert_array_equal(back.obsm[key], adata.obsm[key])
+    np.testing.assert_array_equal(back.varm["ibp_rflvm_effects"], adata.varm["ibp_rflvm_effects"])
     for key in ("ibp_rflvm_neighbors_distances", "ibp_rflvm_neighbors_connectivities"):
         assert (back.obsp[key] != adata.obsp[key]).nnz == 0
     assert back.uns["ibp_rflvm_neighbors"]["params"]["n_neighbors"] == N_NEIGHBORS

@@ -107,6 +107,33 @@ def test_output_tables_have_header_row_names_and_no_noise(tmp_path):
         assert all(len(re.sub(r"e.*|[-.]", "", c).lstrip("0")) <= 6 for c in cells), "more than 6 digits"
 
 
+def test_dimensions_and_their_pictures_are_written(tmp_path, capsys):
+    frame = _frame()
+    path = tmp_path / "expr.csv"
+    frame.to_csv(path, index_label="cell")
+    out = tmp_path / "o"
+    assert main(["fit", str(path), "--out", str(out), *FAST]) == 0
+    dims = pd.read_csv(out / "dimensions.csv", index_col=0)
+    top = pd.read_csv(out / "top_columns.csv")
+    assert list(top.columns) == ["dimension", "rank", "column", "effect", "lower", "upper"]
+    assert set(top["dimension"]) == set(dims.index) and set(top["column"]) <= set(frame.columns)
+    std = pd.read_csv(out / "embedding_std.csv", index_col=0)
+    assert list(std.index) == list(frame.index)
+    assert (out / "dimension_effects.png").stat().st_size > 0
+    assert (out / "view_by_dimension.png").exists() == (len(dims) > 0)
+    printed = capsys.readouterr().out
+    assert "effective_dims:" in printed and "embedding_dims:" in printed
+
+
+def test_a_k_plus_that_never_moved_is_reported(tmp_path, capsys):
+    frame = _frame()
+    path = tmp_path / "expr.csv"
+    frame.to_csv(path, index_label="cell")
+    args = ["fit", str(path), "--out", str(tmp_path / "o"), "--sampler", "paper", "--dims", "3", *FAST]
+    assert main(args) == 0
+    assert "KPlusStuckWarning" in capsys.readouterr().err
+
+
 def test_pandas_index_column_is_read_as_row_names(tmp_path, capsys):
     frame = _frame().reset_index(drop=True)
     path = tmp_path / "frame.csv"

@@ -106,3 +106,17 @@ def test_extras_tables_match_pyproject(name):
     assert set(rows) == set(extras), f"{name}: the extras table's rows are not pyproject's extras"
     for extra, reqs in extras.items():
         assert {_requirement_name(r) for r in reqs} == rows[extra], f"{name}: extra {extra!r}"
+
+
+def test_latent_space_page_figures():
+    from ibp_rflvm.effective import DEFAULT_SHARE
+    from ibp_rflvm.summaries.meaning import LEVEL, MIN_PROBABILITY, SUMMARY_MAX_DRAWS
+
+    text = page("docs/latent_space.md")
+    probability = re.findall(r"posterior probability at least (\d+\.\d+)", text)
+    assert probability and {float(v) for v in probability} == {MIN_PROBABILITY}
+    level = re.findall(r"bound a (\d+)% equal-tailed", text)
+    assert [float(v) / 100 for v in level] == [LEVEL]
+    assert [int(v) for v in re.findall(r"at most (\d+) kept samples per chain", text)] == [SUMMARY_MAX_DRAWS]
+    share = re.findall(r"costs the fit at least (\d+)% of its", text)
+    assert [float(v) / 100 for v in share] == [DEFAULT_SHARE]

@@ -112,6 +112,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     (
         "ibp_rflvm.scoring", "ibp_rflvm.stacking", "ibp_rflvm.posterior", "ibp_rflvm.predictive",
         "ibp_rflvm.dimensions", "ibp_rflvm.embedding", "ibp_rflvm.diagnostics", "ibp_rflvm.view",
+        "ibp_rflvm.summaries",
     ),
     # What a user calls.
     (

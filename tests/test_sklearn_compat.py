@@ -56,7 +56,8 @@ _NEEDS_FIT = {
     "effective_dimensions": (), "effective_dims_": None, "effective_draws_": None,
     "effective_dims_posterior_": None, "reconstruction_": None, "k_plus_posterior_": None,
     "embedding_": None, "embedding_dims_": None, "embedding": (2,), "embed": (np.ones((3, 4)),),
-    "view": (), "view_new_rows": (np.ones((3, 4)),),
+    "view": (), "view_new_rows": (np.ones((3, 4)),), "dimensions_": None, "dimension_usage_": None,
+    "dimension_effects_": None, "top_columns": (), "embedding_std_": None,
 }
 
 

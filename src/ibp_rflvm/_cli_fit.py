@@ -265,6 +265,7 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
     from .diagnostics import to_inference_data
     from .dimensions import k_plus_posterior
     from .plots import k_plus_plot, latent_heatmaps
+    from .summaries.counts import KPlusStuckWarning, k_plus_stuck
     from .view import MIN_ROWS as VIEW_MIN_ROWS
 
     # The chains, their weights and traces are the fit's Posterior; the estimator gives only
@@ -317,6 +318,52 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
         f"final {dims} = {k_final[best]} ({which}); latent.csv and latent_space.png hold its final sample"
     )
     lines.append(f"embedding.csv: {embedding.shape[1]} posterior-embedding components ({combined})")
+    lines.append("three numbers called dimensions (summary.csv, column counts):")
+    for name, row in summary.loc[["k_plus", "effective_dims", "embedding_dims"]].iterrows():
+        lines.append(f"  {name}: {row['mean']:.1f} - {row['counts']}")
+    if k_plus_stuck(post):
+        # summary() warned too, but inside the block that keeps ArviZ's short-run notes quiet.
+        warnings.warn(
+            f"K+ stayed within one of its start ({', '.join(str(s) for s in starts)}) in every sweep: the "
+            "start, not the data, may have set it; compare other --dims or run longer",
+            KPlusStuckWarning,
+            stacklevel=2,
+        )
     if picture is not None:
         lines.append("view.csv: the 2-D view (t-SNE of the embedding; keeps neighbours, not distances)")
+    lines.extend(write_dimensions(model, table, out, picture))
     return lines, summary
+
+
+def write_dimensions(
+    model: IBPRFLVM | RFLVM, table: Table, out: Path, picture: np.ndarray | None
+) -> list[str]:
+    """What each dimension means and how sure each row is: dimensions.csv, top_columns.csv,
+    embedding_std.csv and their pictures; the lines to print about them."""
+    from .plots import effects_plot, usage_view_plot
+    from .summaries.meaning import dimension_summary
+
+    index_label = table.index_label or "row"
+    if table.columns is not None and len(table.columns) == model.n_features_in_:
+        # The file's header names the columns, as a DataFrame's would.
+        model.feature_names_in_ = np.asarray(table.columns, dtype=object)
+    dims = model.dimensions_
+    dims.to_csv(out / "dimensions.csv")
+    model.top_columns().to_csv(out / "top_columns.csv", index=False)
+    std = model.embedding_std_
+    write_table(out / "embedding_std.csv", std, [f"component{k + 1}" for k in range(std.shape[1])],
+                table.rows, index_label)  # fmt: skip
+    summary = dimension_summary(model.posterior_)
+    names = model.dimension_effects_.index.to_numpy()
+    level = f"{summary.level:.0%}"
+    title = f"each dimension's effect on its top columns (dot: {level} interval holds 0)"
+    effects_plot(out / "dimension_effects.png", summary.effect, summary.lower, summary.upper, summary.labels,
+                 names, title=title)  # fmt: skip
+    lines = [f"dimensions.csv, top_columns.csv, dimension_effects.png: {len(dims)} dimensions "
+             f"(posterior probability >= 0.5), their top columns with {level} intervals"]  # fmt: skip
+    if picture is not None and len(dims):
+        usage_view_plot(out / "view_by_dimension.png", picture, summary.usage, summary.labels,
+                        np.linalg.norm(std, axis=1))  # fmt: skip
+        lines.append("view_by_dimension.png: the view coloured by each dimension's usage (size: row's sd)")
+    lines.append("embedding_std.csv: each row's posterior sd in embedding.csv's coordinates")
+    return lines

@@ -156,9 +156,29 @@ ATTRIBUTES: dict[str, tuple[str, str]] = {
         ``embedding_``."""),
     "latent_samples_": ("list of ndarray of shape (n_samples, K+_s)", """
         ``latent_`` of each kept sample of the best chain, in sweep order."""),
-    "embedding_": ("ndarray of shape (n_samples, embedding_dims_)", ""),
-    "embedding_dims_": ("int", ""),
-    "reconstruction_": ("ndarray of shape (n_samples, n_features)", ""),
+    "embedding_": ("ndarray of shape (n_samples, embedding_dims_)", """
+        Posterior embedding of the training rows: kernel principal components of the
+        posterior-mean kernel over every chain's kept samples (:doc:`/embedding`)."""),
+    "embedding_std_": ("ndarray of shape (n_samples, embedding_dims_)", """
+        Posterior standard deviation of each row's ``embedding_`` coordinates; larger for
+        rows with fewer observed entries (:doc:`/latent_space`)."""),
+    "embedding_dims_": ("int", """
+        The width of ``embedding_``: the kernel principal components carrying 90% of the
+        centred posterior kernel's trace, and at least the posterior median of ``K+``."""),
+    "reconstruction_": ("ndarray of shape (n_samples, n_features)", """
+        Posterior-mean reconstruction of the training matrix, unobserved entries imputed."""),
+    "dimensions_": ("pandas.DataFrame", """
+        One row per latent dimension the posterior is sure of, matched across samples:
+        ``usage``, ``rows``, ``probability``, ``share`` and ``top_columns``
+        (:doc:`/latent_space`)."""),
+    "dimension_usage_": ("pandas.DataFrame of shape (n_samples, n_dims)", """
+        Posterior probability that each row uses each dimension of ``dimensions_``."""),
+    "dimension_effects_": ("pandas.DataFrame of shape (n_features, n_dims)", """
+        Each dimension's posterior-mean effect on each column (the change of the column's
+        linear predictor with the dimension on minus off, over the rows that use it)."""),
+    "feature_names_in_": ("ndarray of shape (n_features,)", """
+        The columns' names, when `Y` was a DataFrame whose column names are all strings
+        (absent otherwise); :meth:`top_columns` and ``dimension_effects_`` use them."""),
     "log_likelihood_": ("ndarray of shape (n_iter,)", """
         Observed-data log-likelihood after each sweep of the best chain."""),
     "alpha_": ("ndarray of shape (n_iter,)", """
@@ -187,10 +207,15 @@ ATTRIBUTES: dict[str, tuple[str, str]] = {
         ``elpd`` and its standard error ``elpd_se``, the shares of entries with an unreliable
         Pareto ``k`` (``pareto_k_bad``, ``pareto_k_above_07``), ``n_entries`` scored of
         ``n_observed``, and ``combine``. One chain is not scored (NaN)."""),
-    "k_plus_posterior_": ("dict of int to float", ""),
-    "effective_dims_": ("ndarray of shape (n_chains, n_draws)", ""),
-    "effective_draws_": ("ndarray of shape (n_draws,)", ""),
-    "effective_dims_posterior_": ("dict of int to float", ""),
+    "k_plus_posterior_": ("dict of int to float", """
+        Posterior of ``K+`` over every chain's kept sweeps (chain ``k``'s sharing its weight)."""),
+    "effective_dims_": ("ndarray of shape (n_chains, n_draws)", """
+        Effective number of dimensions (those whose removal costs the fit a real share of its
+        gain) of each chain's thinned draws."""),
+    "effective_draws_": ("ndarray of shape (n_draws,)", """
+        Indices, among each chain's kept samples, of the draws in ``effective_dims_``."""),
+    "effective_dims_posterior_": ("dict of int to float", """
+        Posterior of the effective number of dimensions over every chain's thinned draws."""),
     "swap_rates_": ("ndarray of shape (n_chains, n_replicas - 1)", """
         Acceptance rate of swaps between each pair of adjacent replicas, per chain; only with
         ``n_replicas > 1``."""),

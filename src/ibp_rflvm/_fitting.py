@@ -37,6 +37,7 @@ from .model import ChainState, Data, ModelSpec
 from .posterior import Posterior, ordered_latent
 from .predictive import PredictiveMixin, new_rows
 from .stacking import COMBINE, chain_weights
+from .summaries.mixin import LatentSummaryMixin
 
 
 class ChainsDisagreeWarning(UserWarning):
@@ -57,7 +58,9 @@ CAP_BINDS = 0.5
 SAMPLERS = ("default", "paper")
 
 
-class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMixin, BaseEstimator):
+class _RFLVMBase(
+    PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMixin, LatentSummaryMixin, BaseEstimator
+):
     """Shared fitting; subclasses say whether the IBP is on. A fit leaves ``posterior_`` (a
     :class:`~ibp_rflvm.posterior.Posterior`: the chains, their weights from
     :mod:`ibp_rflvm.stacking`, the data view and the spec); held-out scoring and new rows
@@ -215,6 +218,7 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         return path if self.n_chains == 1 else f"{path}.chain{chain}"
 
     def _fit(self, Y, resume: bool, missing_mask=None):
+        names = _column_names(Y)
         Yv = data_matrix(Y, missing_mask)
         spec = self._spec()
         lik = spec.likelihood
@@ -253,6 +257,11 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         self._set_posterior(
             Posterior(tuple(results), data, spec, np.array(starts, dtype=np.int64), stacking, burn)
         )
+        # scikit-learn's convention: the names of a DataFrame's columns when all are strings.
+        if names is not None:
+            self.feature_names_in_ = names
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
         self._warn_if_cap_binds(burn)
@@ -455,6 +464,14 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         from .diagnostics import summary
 
         return summary(self._posterior(), Y_heldout)
+
+
+def _column_names(Y) -> np.ndarray | None:
+    """A DataFrame's column names as an object array when every one is a string, else None."""
+    columns = getattr(Y, "columns", None)
+    if columns is None or not all(isinstance(c, str) for c in columns):
+        return None
+    return np.asarray(columns, dtype=object)
 
 
 def _run_one(rng, data, spec, n_iter, burn, checkpoint, every, resume, ladder, threads, verbose: bool):

@@ -103,6 +103,7 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: tuple[str
             f"Sparse data was passed as {name}, but dense data is required (sparse input is not "
             "supported); use .toarray(), with NaN for unobserved entries"
         )
+    original = Y
     Y = _na_as_nan(Y)
     try:
         arr = np.asarray(Y)
@@ -118,16 +119,17 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: tuple[str
             # objects that are not numbers at all) and say what was expected.
             raise type(exc)(
                 f"{name} must be numeric (use NaN for unobserved entries); found dtype "
-                f"{arr.dtype}: {exc}"
+                f"{arr.dtype}{_non_numeric_columns(original)}: {exc}"
             ) from exc
     if np.iscomplexobj(arr):
         raise ValueError(f"Complex data not supported: {name} must be real-valued; got dtype {arr.dtype}")
     if arr.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D array (rows = observations, columns = features); "
-            f"got {arr.ndim}-D with shape {arr.shape}. Reshape your data, e.g. with "
-            "array.reshape(1, -1) for a single row"
-        )
+            f"got {arr.ndim}-D with shape {arr.shape}. Reshape your data: "
+            + ("array.reshape(-1, 1) for one feature measured on many rows (at least "
+               f"{min_rows} are needed)" if min_rows > 1 else "array.reshape(1, -1) for a single row")
+        )  # fmt: skip
     n, j = arr.shape
     if j < 1:
         raise ValueError(f"0 feature(s) (shape={arr.shape}) while a minimum of 1 is required by {name}.")
@@ -158,6 +160,20 @@ def check_not_empty(
                 f"{name} has {int(empty.sum())} {what}(s) with no observed entry ({how}): "
                 f"{what}s {_indices(empty, axis=what)}; drop them before fitting"
             )
+
+
+def _non_numeric_columns(Y) -> str:
+    """`` in column(s) 'a', 'b'`` naming a DataFrame's columns that are not numbers, or ""."""
+    columns = getattr(Y, "columns", None)
+    if columns is None or not hasattr(Y, "__getitem__"):
+        return ""
+    bad = []
+    for c in columns:  # only on the error path: which of the columns could not be read
+        try:
+            np.asarray(_na_as_nan(Y[c]), dtype=np.float64)
+        except (TypeError, ValueError):
+            bad.append(repr(str(c)))
+    return f" in column(s) {', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''}" if bad else ""
 
 
 def _na_as_nan(Y):

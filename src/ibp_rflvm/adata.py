@@ -24,6 +24,8 @@ from .embedding import own_dimension, posterior_embedding
 from .estimator import IBPRFLVM, _RFLVMBase
 from .neighbors import N_NEIGHBORS, check_n_neighbors, write_neighbors
 from .posterior import Posterior, ordered_latent
+from .summaries.meaning import dimension_summary
+from .summaries.uncertainty import embedding_std
 from .view import MIN_ROWS as VIEW_MIN_ROWS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -113,6 +115,15 @@ def ibp_rflvm(
       ``embedding.MAX_COMPONENTS``) and their UMAP connectivities, in scanpy's layout
       (:mod:`ibp_rflvm.neighbors`), so ``sc.tl.umap(adata, neighbors_key="ibp_rflvm_neighbors")``
       and ``sc.tl.leiden(adata, neighbors_key=...)`` run without ``sc.pp.neighbors``;
+    * ``adata.obsm["X_ibp_rflvm_std"]`` (``f"{obsm key}_std"``): the posterior standard deviation
+      of each cell's embedding coordinates (``embedding_std_``);
+    * ``adata.obsm["X_ibp_rflvm_usage"]`` (``f"{obsm key}_usage"``) and
+      ``adata.varm["ibp_rflvm_effects"]`` (``f"{key}_effects"``), as scanpy's PCA writes
+      ``varm["PCs"]``: the posterior probability that each cell uses each dimension of
+      ``dimensions_`` (``dimension_usage_``), and each dimension's posterior-mean effect on each
+      gene (``dimension_effects_``, a log fold change for counts; NaN for genes outside the
+      subset); ``uns[key]["dimensions"]`` names the columns and holds each dimension's
+      ``probability`` and ``share``; ``model.top_columns()`` names genes by ``var_names``;
     * ``adata.uns[key]``: ``"params"`` (likelihood, layer, gene subset, sampler settings),
       ``"dimension_usage"`` (fraction of cells using each column of the final sample's latent),
       ``"k_plus"`` and ``"log_likelihood"`` (per-sweep traces of the chain of largest weight,
@@ -144,6 +155,8 @@ def ibp_rflvm(
     if genes.size < adata.n_vars:
         counts = counts[:, genes]
     model.fit(counts)
+    # The genes' names, for top_columns and dimension_effects_ as for a DataFrame's columns.
+    model.feature_names_in_ = np.asarray(adata.var_names[genes], dtype=object)
     if copy:
         adata = adata.copy()
     _write(adata, model, model.posterior_, genes, layer, mask_var, key_added, n_neighbors)
@@ -233,6 +246,7 @@ def _write(
         "embedding_dims": int(own_dimension(posterior)),
         "chain_weights": np.asarray(posterior.weights, dtype=np.float64),
     }
+    _write_dimensions(adata, posterior, genes, key, obsm_key)
     samples = posterior.samples
     for name, suffix in GENE_PARAMS.items():
         if getattr(samples[0].params, name) is None:
@@ -241,3 +255,20 @@ def _write(
         values = [getattr(smp.params, name) for smp in samples]
         column[genes] = np.average(values, axis=0, weights=posterior.sample_weights)
         adata.var[f"{key}_{suffix}"] = column
+
+
+def _write_dimensions(
+    adata: AnnData, posterior: Posterior, genes: np.ndarray, key: str, obsm_key: str
+) -> None:
+    """The cells' embedding sd, and each dimension's usage by the cells and effect on the genes."""
+    adata.obsm[f"{obsm_key}_std"] = embedding_std(posterior, own_dimension(posterior)).copy()
+    summary = dimension_summary(posterior)
+    adata.obsm[f"{obsm_key}_usage"] = summary.usage.copy()
+    effects = np.full((adata.n_vars, len(summary.labels)), np.nan)
+    effects[genes] = summary.effect.T
+    adata.varm[f"{key}_effects"] = effects
+    adata.uns[key]["dimensions"] = {
+        "names": np.asarray(summary.labels, dtype=object).astype(str),
+        "probability": summary.probability.copy(),
+        "share": summary.share.copy(),
+    }

@@ -114,8 +114,18 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     ``EFFECTIVE_MAX_DRAWS`` per chain, which do not align with the other variables' draws, so
     its statistics come from a separate ArviZ summary of that ``chains x thinned draws`` array
     (its ESS counts thinned draws).
+
+    The column ``counts`` says in one sentence what each of the three numbers called
+    "dimensions" counts, on the rows ``k_plus``, ``effective_dims`` and ``embedding_dims`` (the
+    last with the embedding's width as its mean); where ``K+`` never left its start a
+    :class:`~ibp_rflvm.summaries.counts.KPlusStuckWarning` says so
+    (:func:`ibp_rflvm.summaries.counts.dimension_counts`). The embedding's width needs the
+    posterior embedding, computed here on first use and kept (``embedding_`` then costs
+    nothing).
     """
     import pandas as pd
+
+    from .summaries.counts import dimension_counts
 
     idata = to_inference_data(posterior, Y_heldout)
     var_names = ["loglik", "k_plus", "eta", "latent_distance"]
@@ -128,7 +138,11 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     coords = {"row_pair": idata.posterior["row_pair"].values}
     table = _arviz_summary(draws, dims, coords)
     effective = {"effective_dims": effective_dimensions(posterior).astype(np.float64)}
-    return pd.concat([table, _arviz_summary(effective, {}, {}), chain_table(posterior)])
+    counts = dimension_counts(posterior)
+    width = pd.DataFrame({"mean": [float(counts.loc["embedding_dims", "median"])]}, index=["embedding_dims"])
+    out = pd.concat([table, _arviz_summary(effective, {}, {}), width, chain_table(posterior)])
+    out["counts"] = pd.Series(counts["counts"]).reindex(out.index)
+    return out
 
 
 def _arviz_summary(draws: dict[str, np.ndarray], dims: dict, coords: dict) -> Any:

@@ -88,6 +88,14 @@ def posterior_median(posterior: dict[int, float]) -> int:
     return int(values[min(np.searchsorted(cumulative, 0.5 - 1e-12), values.size - 1)])
 
 
+class Distribution(dict):
+    """An integer posterior, value -> probability, that prints its probabilities rounded to three
+    decimals (the values themselves are exact: ``d[k]`` is the float)."""
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k}: {v:.3f}" for k, v in self.items()) + "}"
+
+
 def weighted_posterior(values: np.ndarray, chain_weights: np.ndarray) -> dict[int, float]:
     """value -> probability of a ``chains x draws`` integer array, each chain's draws sharing its
     weight equally (ascending values; zero-probability values left out)."""
@@ -96,7 +104,7 @@ def weighted_posterior(values: np.ndarray, chain_weights: np.ndarray) -> dict[in
     uniq, inverse = np.unique(values.ravel(), return_inverse=True)
     prob = np.bincount(inverse, weights=per_draw, minlength=uniq.size)
     prob = prob / prob.sum()
-    return {int(v): float(p) for v, p in zip(uniq, prob, strict=True) if p > 0}
+    return Distribution({int(v): float(p) for v, p in zip(uniq, prob, strict=True) if p > 0})
 
 
 class EffectiveDimensionsMixin:

@@ -284,6 +284,50 @@ def embed_new_rows(
         return emb.project(new_blocks, train_blocks, n)
 
 
+def embed_new_rows_with_std(
+    posterior: Posterior, Yn: np.ndarray, lik, prep, n: int, n_draws: int, n_sweeps: int, burn_in: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """New rows' first `n` embedding coordinates and their posterior standard deviations.
+
+    The same draws as :func:`embed_new_rows`, so the coordinates are its result. The standard
+    deviation is that of ``embedding_std_`` (:mod:`ibp_rflvm.summaries.uncertainty`): the
+    spread of the rows' function values about their posterior mean, over the sampler's kept
+    sweeps and the posterior samples, expressed in each sample's loadings.
+    """
+    samples, weights, chains = embedding_samples(posterior)
+    spec = posterior.spec
+    emb = posterior_embedding(posterior)
+    U = emb.scores[:, :n] / emb.eigenvalues[:n]
+    # Per sample: its weight, loadings, the rows' mean centred block and mean squared place.
+    parts = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        for i, scale in _spread(chains, n_draws):
+            smp = samples[i]
+            train = posterior_block(posterior, smp)
+            centre = train.mean(axis=0)
+            loadings = (train - centre).T @ U
+
+            def moments(H, smp=smp, centre=centre, loadings=loadings):
+                block = posterior_block(posterior, smp._replace(H=H)) - centre
+                return np.hstack([block, (block @ loadings) ** 2])
+
+            _, _, m = sample_new_rows(
+                rng, Yn, lik, prep, smp, spec.prior() if spec.ibp else None, spec.bias, n_sweeps, burn_in,
+                block=moments,
+            )  # fmt: skip
+            J = m.shape[1] - n
+            parts.append((weights[i] * scale, loadings, m[:, :J], m[:, J:]))
+        total = sum(p[0] for p in parts)
+        mean_block = sum(w * b for w, _, b, _ in parts) / total
+        coords = sum(w * (b @ L) for w, L, b, _ in parts)
+        # E[((a - abar) L)^2] = E[(a L)^2] - 2 (E[a] L)(abar L) + (abar L)^2 within each sample.
+        var = sum(
+            w * (sq - 2 * (b @ L) * (mean_block @ L) + (mean_block @ L) ** 2) for w, L, b, sq in parts
+        ) / total
+    return coords, np.sqrt(np.maximum(var, 0.0))
+
+
 def _spread(chains: np.ndarray, n_draws: int) -> list[tuple[int, float]]:
     """At most `n_draws` evenly spaced embedding samples of each chain, each with the factor
     (samples of its chain over those chosen) that keeps its chain's total weight."""
@@ -355,7 +399,9 @@ class PosteriorEmbeddingMixin:
         n = check_n_components(n_components, emb.n_available)
         return emb.scores[:, :n].copy()
 
-    def view(self, n_components: int = 2, random_state: int = 0) -> np.ndarray:
+    def view(
+        self, n_components: int = 2, random_state: int = 0, return_std: bool = False
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """A 2-D (or 3-D) picture of the training rows that keeps the posterior's neighbourhoods.
 
         A t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`, perplexity 10, chosen by
@@ -371,16 +417,26 @@ class PosteriorEmbeddingMixin:
             Handed to scikit-learn's ``TSNE``; it does not change the picture, whose start is
             the principal axes of ``embedding_`` (:mod:`ibp_rflvm.view`), so the view is a
             function of the fit alone.
+        return_std : bool, default=False
+            Also return each row's posterior standard deviation in ``embedding_`` (the norm of
+            its row of ``embedding_std_``), to draw as point size or transparency: t-SNE's map
+            has no axes of its own on which a spread could be measured.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components)
+        positions : ndarray of shape (n_samples, n_components)
             The training rows' positions in the picture.
+        std : ndarray of shape (n_samples,)
+            Only with `return_std`: each row's posterior standard deviation.
         """
         from .view import view
 
         post = self._posterior()
-        return post.memo(("view", int(n_components)), lambda: view(self, n_components, random_state)).copy()
+        key = ("view", int(n_components))
+        positions = post.memo(key, lambda: view(self, n_components, random_state)).copy()
+        if return_std:
+            return positions, np.linalg.norm(self.embedding_std_, axis=1)
+        return positions
 
     def view_new_rows(self, Y_new, n_components: int = 2, **embed_kw) -> np.ndarray:
         """New rows placed in :meth:`view`'s picture.
@@ -417,7 +473,8 @@ class PosteriorEmbeddingMixin:
         random_state=None,
         missing_mask=None,
         size_factors=None,
-    ) -> np.ndarray:
+        return_std: bool = False,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """New rows placed in the training rows' posterior embedding.
 
         Under each of `n_draws` kept samples per chain (evenly spaced among those the embedding
@@ -446,11 +503,16 @@ class PosteriorEmbeddingMixin:
             ``True`` marks an unobserved entry, as in :meth:`fit`.
         size_factors : array-like of shape (n_new,), default=None
             The new rows' size factors, as in :meth:`transform`.
+        return_std : bool, default=False
+            Also return each coordinate's posterior standard deviation, over the sampler's
+            kept sweeps and the posterior samples (the counterpart of ``embedding_std_``).
 
         Returns
         -------
-        ndarray of shape (n_new, n_components)
+        coords : ndarray of shape (n_new, n_components)
             The new rows' coordinates, comparable with ``embedding_``'s leading columns.
+        std : ndarray of shape (n_new, n_components)
+            Only with `return_std`: their posterior standard deviations.
         """
         post = self._posterior()
         emb = posterior_embedding(post)
@@ -463,4 +525,6 @@ class PosteriorEmbeddingMixin:
             raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
         n_draws = check_int("n_draws", n_draws, 1)
         rng = check_random_state(0 if random_state is None else random_state)
+        if return_std:
+            return embed_new_rows_with_std(post, Yn, lik, prep, n, n_draws, n_sweeps, burn_in, rng)
         return embed_new_rows(post, Yn, lik, prep, n, n_draws, n_sweeps, burn_in, rng)

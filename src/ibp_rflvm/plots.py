@@ -198,3 +198,154 @@ def k_plus_figure(
     hx.set_xlabel("K+ (kept sweeps)")
     hx.set_ylabel("posterior probability")
     return fig
+
+
+def effects_figure(
+    effect: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    dimensions: Sequence[str],
+    columns: Sequence[str],
+    n_top: int = 5,
+    title: str | None = None,
+):
+    """Heat map of dimensions x their top columns (the Figure of :func:`effects_plot`)."""
+    effect, lower, upper = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (effect, lower, upper))
+    top = np.argsort(-np.abs(effect), axis=1, kind="stable")[:, : max(1, int(n_top))]
+    shown = list(dict.fromkeys(int(j) for j in top.ravel())) if effect.size else []
+    E = effect[:, shown]
+    # A rarely used dimension can have effects several times the others' (few rows, loosely
+    # pinned); the colours stop at the 98th percentile so the rest stay readable, and the
+    # colour bar's pointed ends say that larger values are clipped.
+    limit = float(np.percentile(np.abs(E), 98)) if E.size else 1.0
+    limit = limit if limit > 0 else 1.0
+    width = min(2.5 + 0.32 * len(shown), 18.0)
+    fig, ax = plt.subplots(figsize=(width, 1.6 + 0.35 * max(len(dimensions), 1)), layout="constrained")
+    image = ax.imshow(E, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
+    holds_zero = (lower[:, shown] <= 0) & (upper[:, shown] >= 0)
+    rows, cols = np.nonzero(holds_zero)
+    ax.scatter(cols, rows, s=6, c="k", marker=".")
+    ax.set_yticks(range(len(dimensions)), list(dimensions))
+    ax.set_xticks(range(len(shown)), [str(columns[j]) for j in shown], rotation=90, fontsize=7)
+    fig.colorbar(image, ax=ax, label="effect (on minus off, link scale)", shrink=0.8, extend="both")
+    default = "each dimension's effect on its top columns (dot: the interval holds 0)"
+    ax.set_title(title or default, fontsize=9)
+    return fig
+
+
+def effects_plot(
+    path: str | Path,
+    effect: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    dimensions: Sequence[str],
+    columns: Sequence[str],
+    n_top: int = 5,
+    title: str | None = None,
+) -> Path:
+    """Heat map of the latent dimensions x their top columns, saved to `path`.
+
+    Each cell is a dimension's posterior-mean effect on a column (red: the column is higher
+    with the dimension on; blue: lower), with a dot where the credible interval holds 0.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The image file to write (its folder is created).
+    effect, lower, upper : ndarray of shape (n_dims, n_features)
+        Posterior-mean effects and their credible bounds, as
+        :func:`ibp_rflvm.summaries.dimension_summary` gives them.
+    dimensions : sequence of str
+        The dimensions' names (``dimensions_.index``).
+    columns : sequence of str
+        The columns' names.
+    n_top : int, default=5
+        Columns drawn per dimension: its largest absolute effects, each column once.
+    title : str or None, default=None
+        The title (None: a default).
+
+    Returns
+    -------
+    pathlib.Path
+        `path`.
+    """
+    fig = effects_figure(effect, lower, upper, dimensions, columns, n_top, title)
+    # Laid out when drawn (constrained layout), which tight_layout would undo.
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def usage_view_figure(
+    view: np.ndarray,
+    usage: np.ndarray,
+    dimensions: Sequence[str],
+    uncertainty: np.ndarray | None = None,
+    max_panels: int = 6,
+    title: str | None = None,
+):
+    """The view once per dimension, coloured by usage (the Figure of :func:`usage_view_plot`)."""
+    view, usage = np.asarray(view, dtype=np.float64), np.atleast_2d(np.asarray(usage, dtype=np.float64))
+    n = max(1, min(int(max_panels), usage.shape[1]))
+    size = 6.0
+    if uncertainty is not None:
+        u = np.asarray(uncertainty, dtype=np.float64)
+        size = 3.0 + 30.0 * u / max(float(np.max(u)), 1e-300)
+    fig, axes = plt.subplots(1, n, figsize=(2.6 * n + 1.2, 3.0), squeeze=False, layout="constrained")
+    for k, ax in enumerate(axes[0]):
+        if k < usage.shape[1]:
+            points = ax.scatter(view[:, 0], view[:, 1], c=usage[:, k], s=size, cmap="viridis",
+                                vmin=0.0, vmax=1.0, linewidths=0)  # fmt: skip
+            ax.set_title(f"{dimensions[k]}", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    if usage.shape[1]:
+        fig.colorbar(points, ax=axes[0].tolist(), label="P(row uses the dimension)", shrink=0.8)
+    fig.suptitle(title or "view coloured by each dimension's usage", fontsize=9)
+    return fig
+
+
+def usage_view_plot(
+    path: str | Path,
+    view: np.ndarray,
+    usage: np.ndarray,
+    dimensions: Sequence[str],
+    uncertainty: np.ndarray | None = None,
+    max_panels: int = 6,
+    title: str | None = None,
+) -> Path:
+    """The 2-D view once per latent dimension, each row coloured by the probability that it
+    uses the dimension, saved to `path`.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The image file to write (its folder is created).
+    view : ndarray of shape (n_samples, 2)
+        The rows' places in the picture (the estimator's ``view()``).
+    usage : ndarray of shape (n_samples, n_dims)
+        The posterior probability that each row uses each dimension (``dimension_usage_``).
+    dimensions : sequence of str
+        The dimensions' names (``dimensions_.index``).
+    uncertainty : ndarray of shape (n_samples,) or None, default=None
+        A per-row spread (``view(return_std=True)``'s second value): a point's size grows
+        with it, so the rows the posterior is least sure of stand out.
+    max_panels : int, default=6
+        At most this many dimensions, the first ones, are drawn.
+    title : str or None, default=None
+        The title (None: a default).
+
+    Returns
+    -------
+    pathlib.Path
+        `path`.
+    """
+    fig = usage_view_figure(view, usage, dimensions, uncertainty, max_panels, title)
+    # Laid out when drawn (constrained layout: the colour bar spans the panels).
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

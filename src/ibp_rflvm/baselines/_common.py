@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._sparse import data_matrix
 from .._validation import check_counts, check_int, check_positive, resolve_burn_in  # noqa: F401 (re-exported)
 from ..scoring import heldout_entries, lpd_from_samples, perplexity
 
@@ -15,9 +16,23 @@ def check_fitted(est, attribute: str) -> None:
         raise RuntimeError(f"{type(est).__name__} is not fitted yet; call fit(Y) first")
 
 
-def heldout_for(Y_heldout, shape: tuple[int, int], counts: bool) -> tuple[np.ndarray, ...]:
+def heldout_matrix(Y_heldout, shape: tuple[int, int], missing_mask=None) -> np.ndarray:
+    """`Y_heldout` (dense or sparse) as a dense array with NaN where nothing is scored (NaN, or
+    ``True`` in `missing_mask`), checked against the training shape."""
+    Yh = data_matrix(Y_heldout, missing_mask, name="Y_heldout", min_rows=1, allow_empty=("rows", "columns"))
+    if Yh.shape != tuple(shape):
+        raise ValueError(
+            f"Y_heldout must have the training shape {tuple(shape)} (NaN where nothing is "
+            f"scored); got {Yh.shape}"
+        )
+    return Yh
+
+
+def heldout_for(
+    Y_heldout, shape: tuple[int, int], counts: bool, missing_mask=None
+) -> tuple[np.ndarray, ...]:
     """Rows, columns and values of the entries to score, checked against the training shape."""
-    Yh = np.asarray(Y_heldout, dtype=np.float64)
+    Yh = heldout_matrix(Y_heldout, shape, missing_mask)
     if Yh.shape != tuple(shape):
         raise ValueError(
             f"Y_heldout must have the training shape {tuple(shape)} (NaN where nothing is "
@@ -51,14 +66,18 @@ class CountScoresMixin:
 
     _fitted_attr = "latent_"
 
-    def perplexity(self, Y_heldout) -> float:
+    def perplexity(self, Y_heldout, missing_mask=None) -> float:
         """Held-out perplexity (lower is better).
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out counts of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
@@ -67,18 +86,22 @@ class CountScoresMixin:
             of the entry's column within its row.
         """
         check_fitted(self, self._fitted_attr)
-        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
+        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True, missing_mask=missing_mask)
         p = self._sample_row_probs(rows, cols).mean(axis=0)
         return perplexity(vals, p)
 
-    def log_predictive_density(self, Y_heldout) -> float:
+    def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
         """Held-out log predictive density, summed over the held-out entries.
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out counts of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
@@ -86,25 +109,29 @@ class CountScoresMixin:
             ``sum_t log((1/S) sum_s p(y_t | theta_s))`` under the model's likelihood.
         """
         check_fitted(self, self._fitted_attr)
-        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
+        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True, missing_mask=missing_mask)
         return lpd_from_samples(self._sample_logpmf(rows, cols, vals))
 
-    def score(self, Y_heldout) -> float:
+    def score(self, Y_heldout, missing_mask=None) -> float:
         """Mean held-out log predictive density per scored entry (higher is better).
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out counts of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
         float
             :meth:`log_predictive_density` divided by the number of scored entries.
         """
-        rows, _, _ = heldout_for(Y_heldout, self._shape, counts=True)
-        return self.log_predictive_density(Y_heldout) / rows.size
+        rows, _, _ = heldout_for(Y_heldout, self._shape, counts=True, missing_mask=missing_mask)
+        return self.log_predictive_density(Y_heldout, missing_mask) / rows.size
 
 
 @njit(cache=True)

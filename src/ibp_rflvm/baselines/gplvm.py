@@ -48,9 +48,10 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from .._validation import as_data_matrix, check_random_state
+from .._sparse import data_matrix
+from .._validation import check_random_state
 from ..scoring import gaussian_logpdf, heldout_entries
-from ._common import check_fitted, check_int, check_positive
+from ._common import check_fitted, check_int, check_positive, heldout_matrix
 from .gplvm_bound import (
     ObservedData,
     _inducing_posterior,
@@ -329,20 +330,23 @@ class BayesianGPLVM:
         self.noise_variance = noise_variance
         self.random_state = random_state
 
-    def fit(self, Y) -> BayesianGPLVM:
+    def fit(self, Y, missing_mask=None) -> BayesianGPLVM:
         """Fit the variational posterior to `Y`.
 
         Parameters
         ----------
-        Y : array-like of shape (n_samples, n_features)
+        Y : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             Real values; NaN marks unobserved entries.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an unobserved entry (the orientation of ``np.isnan(Y)``), as in the
+            estimators' ``fit``; a sparse `Y`'s zeros are observed.
 
         Returns
         -------
         BayesianGPLVM
             The fitted estimator.
         """
-        Y = as_data_matrix(Y)
+        Y = data_matrix(Y, missing_mask)
         D = check_int("n_components", self.n_components, 1)
         M = check_int("num_inducing", self.num_inducing, 1)
         max_iters = check_int("max_iters", self.max_iters, 0)
@@ -400,61 +404,67 @@ class BayesianGPLVM:
         check_fitted(self, "latent_")
         return self.predictive_mean_.copy()
 
-    def _heldout(self, Y_heldout):
+    def _heldout(self, Y_heldout, missing_mask=None):
         check_fitted(self, "latent_")
-        Yh = np.asarray(Y_heldout, dtype=np.float64)
-        if Yh.shape != self._shape:
-            raise ValueError(
-                f"Y_heldout must have the training shape {self._shape} (NaN where nothing is "
-                f"scored); got {Yh.shape}"
-            )
-        return heldout_entries(Yh)
+        return heldout_entries(heldout_matrix(Y_heldout, self._shape, missing_mask))
 
-    def pointwise_log_density(self, Y_heldout) -> np.ndarray:
+    def pointwise_log_density(self, Y_heldout, missing_mask=None) -> np.ndarray:
         """Gaussian predictive log density of each held-out entry.
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out entries of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
         ndarray of shape (n_heldout,)
             One log density per non-NaN entry of `Y_heldout`, in row-major order.
         """
-        rows, cols, vals = self._heldout(Y_heldout)
+        rows, cols, vals = self._heldout(Y_heldout, missing_mask)
         return gaussian_logpdf(vals, self.predictive_mean_[rows, cols], self.predictive_variance_[rows, cols])
 
-    def log_predictive_density(self, Y_heldout) -> float:
+    def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
         """Held-out log predictive density, summed over the held-out entries.
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out entries of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
         float
             The sum of :meth:`pointwise_log_density`, all constants included.
         """
-        return float(np.sum(self.pointwise_log_density(Y_heldout)))
+        return float(np.sum(self.pointwise_log_density(Y_heldout, missing_mask)))
 
-    def score(self, Y_heldout) -> float:
+    def score(self, Y_heldout, missing_mask=None) -> float:
         """Mean held-out log predictive density per entry (higher is better).
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out entries of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
         float
             The mean of :meth:`pointwise_log_density`.
         """
-        return float(np.mean(self.pointwise_log_density(Y_heldout)))
+        return float(np.mean(self.pointwise_log_density(Y_heldout, missing_mask)))

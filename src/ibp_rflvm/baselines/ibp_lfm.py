@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-from .._validation import as_data_matrix, check_random_state
+from .._sparse import data_matrix
+from .._validation import check_random_state
 from ..scoring import gaussian_logpdf, lpd_from_samples
 from ._common import check_fitted, check_int, check_positive, heldout_for, resolve_burn_in
 from .ibp_lfm_gibbs import LFMParams, init_state, observed_loglik, sweep
@@ -150,20 +151,23 @@ class IBPLinearFactorModel:
         )
         return n_iter, burn_in, init_dims, prm
 
-    def fit(self, Y) -> IBPLinearFactorModel:
+    def fit(self, Y, missing_mask=None) -> IBPLinearFactorModel:
         """Run the Gibbs sampler on `Y`.
 
         Parameters
         ----------
-        Y : array-like of shape (n_samples, n_features)
+        Y : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             Real values; NaN marks unobserved entries.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an unobserved entry (the orientation of ``np.isnan(Y)``), as in the
+            estimators' ``fit``; a sparse `Y`'s zeros are observed.
 
         Returns
         -------
         IBPLinearFactorModel
             The fitted estimator.
         """
-        Y = as_data_matrix(Y)
+        Y = data_matrix(Y, missing_mask)
         n_iter, burn_in, init_dims, prm = self._check_params()
         rng = check_random_state(self.random_state)
         N, J = Y.shape
@@ -223,14 +227,18 @@ class IBPLinearFactorModel:
             out += H @ A
         return out / len(self.latent_samples_)
 
-    def pointwise_log_predictive(self, Y_heldout) -> np.ndarray:
+    def pointwise_log_predictive(self, Y_heldout, missing_mask=None) -> np.ndarray:
         """Log density of each held-out entry under each kept sample.
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out entries of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
@@ -239,7 +247,7 @@ class IBPLinearFactorModel:
             `Y_heldout`, in row-major order of the entries.
         """
         check_fitted(self, "latent_")
-        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=False)
+        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=False, missing_mask=missing_mask)
         S = len(self.latent_samples_)
         out = np.empty((S, rows.size))
         # One pass per kept sample (S is the number of kept sweeps); each is vectorised over entries.
@@ -248,35 +256,43 @@ class IBPLinearFactorModel:
             out[s] = gaussian_logpdf(vals, mean, self.sigma2_samples_[s])
         return out
 
-    def log_predictive_density(self, Y_heldout) -> float:
+    def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
         """Held-out log predictive density, summed over the held-out entries.
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out entries of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
         float
             ``sum_t log((1/S) sum_s p(y_t | theta_s))`` over the kept samples.
         """
-        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout))
+        return lpd_from_samples(self.pointwise_log_predictive(Y_heldout, missing_mask))
 
-    def score(self, Y_heldout) -> float:
+    def score(self, Y_heldout, missing_mask=None) -> float:
         """Mean held-out log predictive density per scored entry (higher is better).
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out entries of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
         float
             :meth:`log_predictive_density` divided by the number of scored entries.
         """
-        logp = self.pointwise_log_predictive(Y_heldout)
+        logp = self.pointwise_log_predictive(Y_heldout, missing_mask)
         return lpd_from_samples(logp) / logp.shape[1]

@@ -44,7 +44,8 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from .._validation import as_data_matrix, check_counts, check_random_state
+from .._sparse import data_matrix
+from .._validation import check_counts, check_random_state
 from ._common import (
     CountScoresMixin,
     check_fitted,
@@ -176,20 +177,23 @@ class LDA(CountScoresMixin):
         self.eta = eta
         self.random_state = random_state
 
-    def fit(self, Y) -> LDA:
+    def fit(self, Y, missing_mask=None) -> LDA:
         """Run the collapsed Gibbs sampler on `Y`.
 
         Parameters
         ----------
-        Y : array-like of shape (n_samples, n_features)
+        Y : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             Word counts, one document per row; NaN marks unobserved entries.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an unobserved entry (the orientation of ``np.isnan(Y)``), as in the
+            estimators' ``fit``; a sparse `Y`'s zeros are observed.
 
         Returns
         -------
         LDA
             The fitted estimator.
         """
-        Y = as_data_matrix(Y)
+        Y = data_matrix(Y, missing_mask)
         check_counts(Y, what="LDA")
         K = check_int("n_components", self.n_components, 1)
         n_iter, burn_in = resolve_burn_in(self.n_iter, self.burn_in)
@@ -292,14 +296,18 @@ class LDA(CountScoresMixin):
             out[s] = np.einsum("tk,kt->t", self.theta_samples_[s][rows], self.phi_samples_[s][:, cols])
         return out
 
-    def log_predictive_density(self, Y_heldout) -> float:
+    def log_predictive_density(self, Y_heldout, missing_mask=None) -> float:
         """Per-token held-out log predictive density.
 
         Parameters
         ----------
-        Y_heldout : array-like of shape (n_samples, n_features)
+        Y_heldout : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             The held-out counts of the training rows, in the training shape; NaN where
             nothing is scored.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an entry not to score, as in the estimators' scoring methods (for
+            example ``holdout_mask(..., return_mask=True).test_missing``). A sparse
+            `Y_heldout` without a mask scores every entry, zeros included.
 
         Returns
         -------
@@ -309,6 +317,6 @@ class LDA(CountScoresMixin):
             document length; :mod:`ibp_rflvm.baselines.lda`).
         """
         check_fitted(self, "latent_")
-        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True)
+        rows, cols, vals = heldout_for(Y_heldout, self._shape, counts=True, missing_mask=missing_mask)
         p = self._sample_row_probs(rows, cols).mean(axis=0)
         return float(np.sum(vals * np.log(np.maximum(p, _TINY))))

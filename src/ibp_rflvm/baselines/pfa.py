@@ -50,7 +50,8 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from .._validation import as_data_matrix, check_counts, check_random_state
+from .._sparse import data_matrix
+from .._validation import check_counts, check_random_state
 from ..samplers.crt import crt_draw
 from ..scoring import poisson_logpmf
 from ._common import (
@@ -230,20 +231,23 @@ class PoissonFactorAnalysis(CountScoresMixin):
             "f0": check_positive("f0", self.f0),
         }
 
-    def fit(self, Y) -> PoissonFactorAnalysis:
+    def fit(self, Y, missing_mask=None) -> PoissonFactorAnalysis:
         """Run the Gibbs sampler on `Y`.
 
         Parameters
         ----------
-        Y : array-like of shape (n_samples, n_features)
+        Y : array-like or scipy.sparse matrix of shape (n_samples, n_features)
             Counts; NaN marks unobserved entries.
+        missing_mask : array-like of bool of shape (n_samples, n_features), default=None
+            ``True`` marks an unobserved entry (the orientation of ``np.isnan(Y)``), as in the
+            estimators' ``fit``; a sparse `Y`'s zeros are observed.
 
         Returns
         -------
         PoissonFactorAnalysis
             The fitted estimator.
         """
-        Y = as_data_matrix(Y)
+        Y = data_matrix(Y, missing_mask)
         check_counts(Y, what="Poisson factor analysis")
         prm = self._check_params()
         K, n_iter, burn_in = prm["K"], prm["n_iter"], prm["burn_in"]

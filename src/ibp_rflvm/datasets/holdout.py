@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._sparse import check_missing_mask, is_sparse
 from .._validation import as_data_matrix, check_random_state
+
+
+class HoldoutMasks(NamedTuple):
+    """What ``holdout_mask(..., return_mask=True)`` returns: two ``missing_mask`` arrays, named
+    for where each goes. ``train_missing`` (``True`` at the held-out and the missing entries) is
+    ``fit``'s; ``test_missing`` (``True`` everywhere but at the held-out entries) the scoring
+    methods'. It unpacks as a pair, in that order."""
+
+    train_missing: np.ndarray
+    test_missing: np.ndarray
 
 
 def holdout_mask(
@@ -39,10 +51,11 @@ def holdout_mask(
         Without `return_mask`: `Y` with the held-out and the missing entries set to NaN, and
         the held-out entries with NaN elsewhere.
     train_missing, test_missing : ndarray of bool of shape (n_samples, n_features)
-        With `return_mask`: the masks to pass as ``missing_mask`` to ``fit`` and to the
-        scoring methods together with `Y` itself. ``train_missing`` is ``True`` at the
-        held-out and the missing entries, ``test_missing`` everywhere but at the held-out
-        entries.
+        With `return_mask`: a :class:`HoldoutMasks`, the masks to pass as ``missing_mask`` to
+        ``fit`` (``masks.train_missing``) and to the scoring methods
+        (``masks.test_missing``), each together with `Y` itself. ``train_missing`` is ``True``
+        at the held-out and the missing entries, ``test_missing`` everywhere but at the
+        held-out entries.
 
     Raises
     ------
@@ -103,7 +116,7 @@ def holdout_mask(
                 else:
                     held[pick, k] = False
     if return_mask:
-        return held | ~observed, ~held
+        return HoldoutMasks(train_missing=held | ~observed, test_missing=~held)
     if missing_mask is not None:
         Y = np.where(observed, Y, np.nan)
     Y_train = np.where(held, np.nan, Y)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from .base import Likelihood
 from .bernoulli import BernoulliLikelihood
 from .binomial import BinomialLikelihood
@@ -48,6 +50,13 @@ def make_likelihood(name: str, **hyper: float) -> Likelihood:
         cls = REGISTRY[name]
     except KeyError:
         raise ValueError(f"likelihood must be one of {sorted(REGISTRY)}; got {name!r}") from None
+    valid = [p for p in inspect.signature(cls).parameters if p != "self"]
+    unknown = sorted(set(hyper) - set(valid))
+    if unknown:
+        raise TypeError(
+            f"likelihood_params {unknown} not taken by the {name!r} likelihood; its keys are "
+            f"{valid or 'none'} (docs: likelihoods)"
+        )
     return cls(**hyper)
 
 
