@@ -167,9 +167,8 @@ def _joint_chain(dlik, draw_y, n_iter, seed, design, with_offset, free=J, extra_
     k0, k_r, k_chain = jax.random.split(key, 3)
     beta0 = SCALE * jax.random.normal(k0, (L, J))
     beta0 = beta0.at[:, free:].set(0.0)
-    params = {"beta": beta0}
-    if extra_stats is not None:
-        params.r = jax.random.gamma(k_r, jnp.full(J, E0)) / F0
+    r0 = None if extra_stats is None else jax.random.gamma(k_r, jnp.full(J, E0)) / F0
+    params = LikelihoodParams(beta=beta0, r=r0)
 
     @jax.jit
     def run(params, key):
