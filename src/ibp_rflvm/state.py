@@ -14,6 +14,9 @@ from .likelihoods.base import LikelihoodParams, Prepared
 from .likelihoods.gaussian import GaussianLikelihood, GaussianPrior
 from .priors import make_prior
 
+#: The frequencies' moves (:attr:`ModelSpec.frequency_update`).
+FREQUENCY_UPDATES = ("ess", "mh")
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -54,6 +57,12 @@ class ModelSpec:
     `backend` is where the factorising likelihoods' sweep does its ``N x J`` work: ``"numba"``
     (compiled CPU kernels) or ``"jax"`` (:mod:`ibp_rflvm.jax_backend`, a GPU where JAX sees
     one); the same moves and posterior either way.
+
+    `frequency_update` is the frequencies' move: ``"ess"``, elliptical slice sampling of each
+    ``w_m`` under its mixture component's Gaussian (:mod:`.targets.frequency_moves`), or
+    ``"mh"``, the paper's Metropolis-Hastings step with the component as an independence
+    proposal, which almost never moves beyond toy sizes (docs/sampler.md section 12). The
+    device sweep (``backend="jax"``) runs the paper's step whatever this says.
     """
 
     n_frequencies: int = 50
@@ -79,12 +88,17 @@ class ModelSpec:
     backend: str = "numba"
     z_prior: str = "ibp"
     z_prior_rate: float = 1.0
+    frequency_update: str = "mh"
 
     def __post_init__(self) -> None:
         _check_ibp_beta(self)
         _check_z_prior(self)
         if self.backend not in ("numba", "jax"):
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
+        if self.frequency_update not in FREQUENCY_UPDATES:
+            raise ValueError(
+                f"frequency_update must be one of {FREQUENCY_UPDATES}; got {self.frequency_update!r}"
+            )
         if self.max_dims is not None:
             cap = self.max_dims
             if isinstance(cap, bool) or not isinstance(cap, numbers.Integral) or cap < 1:

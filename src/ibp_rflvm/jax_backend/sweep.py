@@ -93,6 +93,7 @@ class DeviceInfo(NamedTuple):
     deaths: jax.Array
     x_evals: jax.Array
     w_accepted: jax.Array
+    w_moved: jax.Array
 
 
 def rows_times(A, B, cfg: SweepConfig):
@@ -264,6 +265,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     info = DeviceInfo(
         # canonical() numbered the labels in use 0..C-1.
         k_plus=jnp.sum(active), n_components=jnp.max(new.zeta) + 1, x_evals=x_evals, w_accepted=w_acc,
+        w_moved=w_acc,  # the paper's step: an accepted proposal is a new value
         **counts,
     )  # fmt: skip
     return new, info

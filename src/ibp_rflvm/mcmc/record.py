@@ -36,7 +36,8 @@ class MoveCounts(NamedTuple):
     ``births`` and ``deaths``: singleton dimensions born and removed; ``x_evals``: likelihood
     evaluations of the rows' elliptical slice sampling; ``w_accepted``: accepted frequencies;
     ``flips_proposed``: proposed joint flips; ``singletons``: accepted singleton birth/death
-    proposals (one a row), of ``singletons_proposed``.
+    proposals (one a row), of ``singletons_proposed``; ``w_moved``: frequencies whose value
+    changed.
     """
 
     z_flips: int
@@ -53,6 +54,7 @@ class MoveCounts(NamedTuple):
     flips_proposed: int
     singletons_proposed: int
     singletons: int
+    w_moved: int
 
     @classmethod
     def of(cls, info) -> MoveCounts:
