@@ -37,6 +37,7 @@ from .model import ChainState, Data, ModelSpec
 from .posterior import Posterior, ordered_latent
 from .predictive import PredictiveMixin, new_rows
 from .stacking import COMBINE, chain_weights
+from .state import FREQUENCY_UPDATES
 
 
 class ChainsDisagreeWarning(UserWarning):
@@ -55,6 +56,8 @@ CAP_BINDS = 0.5
 #: section 2); ``"paper"``: the paper's sweep and its unit-variance PCA start (the reproduction's
 #: "as published" setting).
 SAMPLERS = ("default", "paper")
+#: The default sampler's frequency move (``frequency_update=None``; docs/sampler.md section 12).
+DEFAULT_FREQUENCY_UPDATE = "mh"
 
 
 class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMixin, BaseEstimator):
@@ -121,7 +124,17 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             ibp_beta_prior=ibp_beta_prior,
             backend=self.backend,
             z_prior=z_prior,
+            frequency_update=self._frequency_update(paper),
         )
+
+    def _frequency_update(self, paper: bool) -> str:
+        """The frequencies' move: the one asked for, else the sampler's own."""
+        chosen = getattr(self, "frequency_update", None)
+        if chosen is None:
+            return "mh" if paper else DEFAULT_FREQUENCY_UPDATE
+        if chosen not in FREQUENCY_UPDATES:
+            raise ValueError(f"frequency_update must be one of {FREQUENCY_UPDATES} or None; got {chosen!r}")
+        return chosen
 
     def _chain_starts(self, spec: ModelSpec, n_chains: int) -> list[int]:
         """Each chain's starting number of dimensions. The IBP's chains are spread evenly between

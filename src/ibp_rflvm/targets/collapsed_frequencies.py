@@ -52,8 +52,9 @@ class _FrequencyBlock:
         self.everything = np.arange(L)
         self.changed = False
 
-    def evaluate(self, m: int, w_prop: np.ndarray) -> tuple[float, tuple]:
-        """Log-likelihood if ``w_m`` became `w_prop`, and what `commit` needs to accept it."""
+    def evaluate(self, m: int, w_prop: np.ndarray, floor: float = -math.inf) -> tuple[float, tuple]:
+        """Log-likelihood if ``w_m`` became `w_prop`, and what `commit` needs to accept it
+        (`floor`, the elliptical slice's level, is not used: every point is scored)."""
         A, B, M = self.A, self.B, self.M
         I = np.array([m, m + M])
         r = np.delete(self.everything, I)

@@ -28,8 +28,10 @@ bracket shrinks until ``w(t)`` lands in the slice, so a sharp likelihood costs a
 evaluations and still moves ``w_m`` by about its posterior spread.
 
 A *block* holds the likelihood as one frequency changes: ``block.ll`` (the current
-log-likelihood), ``block.evaluate(m, w) -> (ll, pieces)`` and ``block.commit(m, w, pieces)``,
-which writes ``w`` into ``W`` and makes ``ll`` current.
+log-likelihood), ``block.evaluate(m, w, floor) -> (ll, pieces)`` and ``block.commit(m, w,
+pieces)``, which writes ``w`` into ``W`` and makes ``ll`` current. ``floor`` is the slice level:
+a block may return ``-inf`` for a point it can show is at or below it without scoring it
+exactly (the factorised target's bound), which changes no decision.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def ess_frequencies(
         centred = W[m] - mu[k]
         for _ in range(MAX_SHRINKS):
             w_prop = mu[k] + centred * math.cos(theta) + nu * math.sin(theta)
-            ll_new, pieces = block.evaluate(m, w_prop)
+            ll_new, pieces = block.evaluate(m, w_prop, log_y)
             n_evals += 1
             if ll_new > log_y:
                 moved += int(not np.array_equal(w_prop, W[m]))
