@@ -460,7 +460,8 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
             ``elpd_loo`` with ``elpd_loo_se``, ``pareto_k_bad``, ``pareto_k_above_07``,
             ``weight`` and what its moves did over the kept sweeps (``flips_per_sweep``,
             ``transfer_rate``, ``absorb_rate``, ``births_per_sweep``, ``deaths_per_sweep``,
-            ``w_accept_rate``, ``x_evals_per_row``, ...; :func:`ibp_rflvm.diagnostics.move_table`).
+            ``w_accept_rate``, ``w_move_rate``, ``x_evals_per_row``, ...;
+            :func:`ibp_rflvm.diagnostics.move_table`).
             With several chains ``r_hat`` is the split R-hat over all of them; with
             one, it compares the chain's two halves (:func:`ibp_rflvm.diagnostics.summary`).
             How to read it: :doc:`/chains`.
