@@ -94,9 +94,9 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         sampling of each frequency under its mixture component, which moves every frequency
         every sweep at any data size; ``"mh"``: the paper's Metropolis-Hastings step with the
         component as the proposal, which almost never accepts beyond a few hundred rows and
-        columns, leaving the kernel at its start. None: the sampler's own (``"mh"`` for
-        ``sampler="paper"``, else ``DEFAULT_FREQUENCY_UPDATE``). ``backend="jax"`` runs
-        ``"mh"`` (:doc:`/sampler`, section 12)."""),
+        columns, leaving the kernel at its start. None: the sampler's own: ``"mh"`` for
+        ``sampler="paper"`` and for ``backend="jax"`` (where ``"ess"`` runs when asked for but
+        has not been measured), else ``"ess"`` (:doc:`/sampler`, section 12)."""),
     "n_replicas": ("int, default=1", """
         Levels of replica exchange over the Gaussian noise prior (1: off). Level ``l``
         multiplies the prior scale ``b0`` by ``replica_top ** (l / (n_replicas - 1))``; adjacent

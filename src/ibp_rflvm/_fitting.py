@@ -128,10 +128,12 @@ class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMi
         )
 
     def _frequency_update(self, paper: bool) -> str:
-        """The frequencies' move: the one asked for, else the sampler's own."""
+        """The frequencies' move: the one asked for, else the sampler's own (the paper's step for
+        ``sampler="paper"``, and on the device, where the elliptical slice move has not been
+        measured yet)."""
         chosen = getattr(self, "frequency_update", None)
         if chosen is None:
-            return "mh" if paper else DEFAULT_FREQUENCY_UPDATE
+            return "mh" if paper or self.backend == "jax" else DEFAULT_FREQUENCY_UPDATE
         if chosen not in FREQUENCY_UPDATES:
             raise ValueError(f"frequency_update must be one of {FREQUENCY_UPDATES} or None; got {chosen!r}")
         return chosen

@@ -61,8 +61,8 @@ class ModelSpec:
     `frequency_update` is the frequencies' move: ``"ess"``, elliptical slice sampling of each
     ``w_m`` under its mixture component's Gaussian (:mod:`.targets.frequency_moves`), or
     ``"mh"``, the paper's Metropolis-Hastings step with the component as an independence
-    proposal, which almost never moves beyond toy sizes (docs/sampler.md section 12). The
-    device sweep (``backend="jax"``) runs the paper's step whatever this says.
+    proposal, which almost never moves beyond toy sizes (docs/sampler.md section 12). Both run
+    on either backend.
     """
 
     n_frequencies: int = 50
