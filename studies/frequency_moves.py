@@ -130,6 +130,7 @@ def heldout(name: str, n_iter: int, seed: int) -> None:
             "perplexity": round(float(m.perplexity(Y_test)), 2) if lik != "gaussian" else None,
             "rhat_loglik": round(float(az.rhat(ll)), 3), "rhat_k": round(float(az.rhat(k)), 3),
             "k_plus_end": m.traces_["n_active"][:, -1].tolist(),
+            "loglik_means": [round(float(v), 1) for v in ll.mean(axis=1)],
             "s_per_sweep": round(sec / (2 * n_iter), 3),
             "w_moved_share": round(float(np.mean(moves.w_moved)) / m.n_frequencies, 4),
         }  # fmt: skip
