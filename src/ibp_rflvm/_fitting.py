@@ -57,7 +57,7 @@ CAP_BINDS = 0.5
 #: "as published" setting).
 SAMPLERS = ("default", "paper")
 #: The default sampler's frequency move (``frequency_update=None``; docs/sampler.md section 12).
-DEFAULT_FREQUENCY_UPDATE = "mh"
+DEFAULT_FREQUENCY_UPDATE = "ess"
 
 
 class _RFLVMBase(PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMixin, BaseEstimator):

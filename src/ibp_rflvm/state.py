@@ -88,7 +88,7 @@ class ModelSpec:
     backend: str = "numba"
     z_prior: str = "ibp"
     z_prior_rate: float = 1.0
-    frequency_update: str = "mh"
+    frequency_update: str = "ess"
 
     def __post_init__(self) -> None:
         _check_ibp_beta(self)
