@@ -14,7 +14,8 @@
     For each of ``mh`` and ``ess``: two chains, from 2 and 12 dimensions (``n_chains=2``), 20%
     of the entries held out; prints the stacked held-out LPD per entry (and perplexity for
     counts), R-hat over the second half of the log-likelihood and of ``K+``, seconds per
-    sweep and the share of frequencies that moved per sweep. DATASET: cancer, mice, congress,
+    sweep, the share of frequencies that moved per sweep and the root mean square of each chain's
+    final frequencies. DATASET: cancer, mice, congress,
     montreal, or ``sim`` (the simulated NB counts above).
 """
 
@@ -131,6 +132,9 @@ def heldout(name: str, n_iter: int, seed: int) -> None:
             "rhat_loglik": round(float(az.rhat(ll)), 3), "rhat_k": round(float(az.rhat(k)), 3),
             "k_plus_end": m.traces_["n_active"][:, -1].tolist(),
             "loglik_means": [round(float(v), 1) for v in ll.mean(axis=1)],
+            # Root mean square of the frequencies in each chain's last state (1 at the start; the
+            # simulated data's generating frequencies have 0.5).
+            "w_rms": [round(float(np.sqrt(np.mean(c.state.W**2))), 3) for c in m.posterior_.chains],
             "s_per_sweep": round(sec / (2 * n_iter), 3),
             "w_moved_share": round(float(np.mean(moves.w_moved)) / m.n_frequencies, 4),
         }  # fmt: skip

@@ -303,3 +303,19 @@ def test_the_collapsed_move_carries_the_likelihood_of_a_fresh_cache():
     np.testing.assert_allclose(Phi, feature_map(X * Z, W, False), atol=1e-12)
     assert carried == pytest.approx(fresh.loglik, rel=1e-9)
     assert cache.state[1] == pytest.approx(fresh.loglik, rel=1e-9)
+
+
+def test_the_estimator_chooses_and_checks_the_frequency_move():
+    from ibp_rflvm import IBPRFLVM, RFLVM
+    from ibp_rflvm.state import ModelSpec
+
+    assert ModelSpec().frequency_update == "ess"
+    assert IBPRFLVM()._spec().frequency_update == "ess"
+    assert RFLVM()._spec().frequency_update == "ess"
+    assert IBPRFLVM(sampler="paper")._spec().frequency_update == "mh"  # the paper's sweep, unchanged
+    assert IBPRFLVM(backend="jax")._spec().frequency_update == "mh"
+    assert IBPRFLVM(sampler="paper", frequency_update="ess")._spec().frequency_update == "ess"
+    with pytest.raises(ValueError, match="frequency_update"):
+        IBPRFLVM(frequency_update="slice")._spec()
+    with pytest.raises(ValueError, match="frequency_update"):
+        ModelSpec(frequency_update="hmc")
