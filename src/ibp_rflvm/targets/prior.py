@@ -1,8 +1,9 @@
 """The prior-only target: no likelihood, for the sampler checks (SPEC section 7).
 
 Every proposal leaves the likelihood at 0, so elliptical slice sampling accepts its first
-proposal (``X`` is redrawn around its ellipse) and the frequencies' Metropolis-Hastings step,
-whose proposal is the prior, always accepts. The start is the likelihood's own
+proposal (``X`` is redrawn around its ellipse, and so is each frequency under
+``frequency_update="ess"``) and the frequencies' Metropolis-Hastings step, whose proposal is the
+prior, always accepts. The start is the likelihood's own
 (:meth:`PriorTarget.start` delegates), so a prior chain starts where a posterior chain would.
 """
 
@@ -98,7 +99,7 @@ class PriorView(ArrayMoves):
         e = rng.standard_normal(w.W.shape)
         chol = np.array([np.linalg.cholesky(S) for S in w.Sigma])
         w.W = w.mu[w.zeta] + np.einsum("mab,mb->ma", chol[w.zeta], e)
-        return 0, 0
+        return M, M
 
     def finish(self, rng, w: Work, params: LikelihoodParams):
         return w.Y, params, 0.0
