@@ -89,6 +89,14 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         dimensions with aligned frequencies and singleton birth/death after every IBP step,
         from a start scaled so that ``H W^T`` has variance about 2. ``"paper"``: the paper's
         sweep and its unit-variance PCA start, kept for comparison (:doc:`/sampler`)."""),
+    "frequency_update": ('{"ess", "mh"} or None, default=None', """
+        How the random frequencies ``W`` (the learned kernel) move. ``"ess"``: elliptical slice
+        sampling of each frequency under its mixture component, which moves every frequency
+        every sweep at any data size; ``"mh"``: the paper's Metropolis-Hastings step with the
+        component as the proposal, which almost never accepts beyond a few hundred rows and
+        columns, leaving the kernel at its start. None: the sampler's own: ``"mh"`` for
+        ``sampler="paper"`` and for ``backend="jax"`` (where ``"ess"`` runs when asked for but
+        has not been measured), else ``"ess"`` (:doc:`/sampler`, section 12)."""),
     "n_replicas": ("int, default=1", """
         Levels of replica exchange over the Gaussian noise prior (1: off). Level ``l``
         multiplies the prior scale ``b0`` by ``replica_top ** (l / (n_replicas - 1))``; adjacent

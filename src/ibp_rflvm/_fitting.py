@@ -37,6 +37,7 @@ from .model import ChainState, Data, ModelSpec
 from .posterior import Posterior, ordered_latent
 from .predictive import PredictiveMixin, new_rows
 from .stacking import COMBINE, chain_weights
+from .state import FREQUENCY_UPDATES
 from .summaries.mixin import LatentSummaryMixin
 
 
@@ -56,6 +57,8 @@ CAP_BINDS = 0.5
 #: section 2); ``"paper"``: the paper's sweep and its unit-variance PCA start (the reproduction's
 #: "as published" setting).
 SAMPLERS = ("default", "paper")
+#: The default sampler's frequency move (``frequency_update=None``; docs/sampler.md section 12).
+DEFAULT_FREQUENCY_UPDATE = "ess"
 
 
 class _RFLVMBase(
@@ -124,7 +127,19 @@ class _RFLVMBase(
             ibp_beta_prior=ibp_beta_prior,
             backend=self.backend,
             z_prior=z_prior,
+            frequency_update=self._frequency_update(paper),
         )
+
+    def _frequency_update(self, paper: bool) -> str:
+        """The frequencies' move: the one asked for, else the sampler's own (the paper's step for
+        ``sampler="paper"``, and on the device, where the elliptical slice move has not been
+        measured yet)."""
+        chosen = getattr(self, "frequency_update", None)
+        if chosen is None:
+            return "mh" if paper or self.backend == "jax" else DEFAULT_FREQUENCY_UPDATE
+        if chosen not in FREQUENCY_UPDATES:
+            raise ValueError(f"frequency_update must be one of {FREQUENCY_UPDATES} or None; got {chosen!r}")
+        return chosen
 
     def _chain_starts(self, spec: ModelSpec, n_chains: int) -> list[int]:
         """Each chain's starting number of dimensions. The IBP's chains are spread evenly between
@@ -456,7 +471,8 @@ class _RFLVMBase(
             ``elpd_loo`` with ``elpd_loo_se``, ``pareto_k_bad``, ``pareto_k_above_07``,
             ``weight`` and what its moves did over the kept sweeps (``flips_per_sweep``,
             ``transfer_rate``, ``absorb_rate``, ``births_per_sweep``, ``deaths_per_sweep``,
-            ``w_accept_rate``, ``x_evals_per_row``, ...; :func:`ibp_rflvm.diagnostics.move_table`).
+            ``w_accept_rate``, ``w_move_rate``, ``x_evals_per_row``, ...;
+            :func:`ibp_rflvm.diagnostics.move_table`).
             With several chains ``r_hat`` is the split R-hat over all of them; with
             one, it compares the chain's two halves (:func:`ibp_rflvm.diagnostics.summary`).
             How to read it: :doc:`/chains`.

@@ -236,8 +236,11 @@ def move_rates(posterior: Posterior) -> dict[str, np.ndarray]:
         "births_per_sweep": ratio(total(moves.births), n_sweeps),
         "deaths_per_sweep": ratio(total(moves.deaths), n_sweeps),
         "singleton_rate": ratio(total(moves.singletons), total(moves.singletons_proposed)),
-        # One Metropolis-Hastings proposal per frequency per sweep.
+        # One Metropolis-Hastings proposal (or one elliptical slice search) per frequency per sweep.
         "w_accept_rate": ratio(total(moves.w_accepted), n_freq * n_sweeps),
+        # Counted since issue 56: a checkpoint's earlier sweeps have -1 here alone.
+        "w_move_rate": ratio(np.where(kept(moves.w_moved) >= 0, kept(moves.w_moved), 0).sum(axis=1),
+                             n_freq * (kept(moves.w_moved) >= 0).sum(axis=1)),  # fmt: skip
         "x_evals_per_row": ratio(total(moves.x_evals), n_rows * n_sweeps),
     }
 
@@ -259,7 +262,10 @@ def move_table(posterior: Posterior) -> Any:
         row transfers and absorb/emit moves), ``births_per_sweep`` and ``deaths_per_sweep``
         (singleton dimensions), ``singleton_rate`` (accepted over proposed singleton
         births/deaths, one proposal a row), ``w_accept_rate`` (accepted frequencies over
-        ``n_frequencies`` per sweep) and ``x_evals_per_row`` (likelihood evaluations of the
+        ``n_frequencies`` per sweep: 1 for elliptical slice sampling, whose every search ends
+        on a point), ``w_move_rate`` (frequencies whose value changed over ``n_frequencies``
+        per sweep: near 0 means the kernel is frozen at its start, docs/chains.md) and
+        ``x_evals_per_row`` (likelihood evaluations of the
         elliptical slice sampler of ``X`` per row per sweep). NaN where nothing was proposed or
         no kept sweep was counted; the moves a sweep does not run (the dense model's, the
         paper's sampler's) count 0.

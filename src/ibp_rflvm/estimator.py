@@ -39,7 +39,7 @@ class IBPRFLVM(_RFLVMBase):
             "alpha_prior", "eta_prior", "lam0", "likelihood_params", "bias", "n_chains", "n_jobs",
             "checkpoint_path", "checkpoint_every", "verbose", "sampler", "n_replicas", "replica_top",
             "combine", "stacking_max_entries", "ibp_beta", "ibp_beta_prior", "n_threads", "backend",
-            "devices", "z_prior",
+            "devices", "z_prior", "frequency_update",
         ],
         """
         RFLVM : The dense model: a fixed number of latent dimensions, every row using all.
@@ -94,6 +94,7 @@ class IBPRFLVM(_RFLVMBase):
         backend: str = "numba",
         devices=None,
         z_prior: str = "ibp",
+        frequency_update: str | None = None,
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -123,6 +124,7 @@ class IBPRFLVM(_RFLVMBase):
         self.backend = backend
         self.devices = devices
         self.z_prior = z_prior
+        self.frequency_update = frequency_update
 
     def _n_dims(self) -> int:
         return self.init_dims
@@ -158,7 +160,7 @@ class RFLVM(_RFLVMBase):
             "n_components", "likelihood", "n_frequencies", "n_iter", "burn_in", "random_state",
             "eta_prior", "lam0", "likelihood_params", "bias", "n_chains", "n_jobs", "checkpoint_path",
             "checkpoint_every", "verbose", "sampler", "n_replicas", "replica_top", "combine",
-            "stacking_max_entries", "n_threads", "backend", "devices",
+            "stacking_max_entries", "n_threads", "backend", "devices", "frequency_update",
         ],
         """
         IBPRFLVM : The sparse model, which learns the number of dimensions.
@@ -201,6 +203,7 @@ class RFLVM(_RFLVMBase):
         n_threads: int | None = None,
         backend: str = "numba",
         devices=None,
+        frequency_update: str | None = None,
     ):
         self.n_components = n_components
         self.likelihood = likelihood
@@ -225,6 +228,7 @@ class RFLVM(_RFLVMBase):
         self.n_threads = n_threads
         self.backend = backend
         self.devices = devices
+        self.frequency_update = frequency_update
 
     def _n_dims(self) -> int:
         return self.n_components

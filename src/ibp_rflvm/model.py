@@ -77,9 +77,12 @@ class SweepInfo:
     singletons_proposed: int = 0
     singletons: int = 0
     seconds_moves: MoveSeconds = field(default_factory=MoveSeconds)
-    #: Likelihood evaluations of the elliptical slice sampler of ``X``; accepted frequencies.
+    #: Likelihood evaluations of the elliptical slice sampler of ``X``; accepted frequencies
+    #: (the Metropolis-Hastings step's accepted proposals, or the frequencies the elliptical
+    #: slice step updated: every one); the frequencies whose value changed.
     x_evals: int = 0
     w_accepted: int = 0
+    w_moved: int = 0
 
     @property
     def recorded(self) -> SweepInfo:
@@ -293,7 +296,7 @@ def _step(
     view = _ibp_steps(rng, w, state, spec, target, info) if spec.ibp else None
     view = target.x_view(w, state.params, view)
     info["x_evals"] = int(view.update_x(rng, w))
-    info["w_accepted"] = int(view.update_w(rng, w))
+    info["w_accepted"], info["w_moved"] = (int(v) for v in view.update_w(rng, w))
     w.zeta, w.mu, w.Sigma, w.eta = dp_mixture.dp_step(rng, w.W, w.zeta, w.eta, spec.lam0, *spec.eta_prior)
     Y, params, ll = view.finish(rng, w, state.params)
     new = ChainState(

@@ -16,6 +16,9 @@ from .likelihoods.base import LikelihoodParams, Prepared
 from .likelihoods.gaussian import GaussianLikelihood, GaussianPrior
 from .priors import make_prior
 
+#: The frequencies' moves (:attr:`ModelSpec.frequency_update`).
+FREQUENCY_UPDATES = ("ess", "mh")
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -56,6 +59,12 @@ class ModelSpec:
     `backend` is where the factorising likelihoods' sweep does its ``N x J`` work: ``"numba"``
     (compiled CPU kernels) or ``"jax"`` (:mod:`ibp_rflvm.jax_backend`, a GPU where JAX sees
     one); the same moves and posterior either way.
+
+    `frequency_update` is the frequencies' move: ``"ess"``, elliptical slice sampling of each
+    ``w_m`` under its mixture component's Gaussian (:mod:`.targets.frequency_moves`), or
+    ``"mh"``, the paper's Metropolis-Hastings step with the component as an independence
+    proposal, which almost never moves beyond toy sizes (docs/sampler.md section 12). Both run
+    on either backend.
     """
 
     n_frequencies: int = 50
@@ -81,12 +90,17 @@ class ModelSpec:
     backend: str = "numba"
     z_prior: str = "ibp"
     z_prior_rate: float = 1.0
+    frequency_update: str = "ess"
 
     def __post_init__(self) -> None:
         _check_ibp_beta(self)
         _check_z_prior(self)
         if self.backend not in ("numba", "jax"):
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
+        if self.frequency_update not in FREQUENCY_UPDATES:
+            raise ValueError(
+                f"frequency_update must be one of {FREQUENCY_UPDATES}; got {self.frequency_update!r}"
+            )
         if self.max_dims is not None:
             cap = self.max_dims
             if isinstance(cap, bool) or not isinstance(cap, numbers.Integral) or cap < 1:
@@ -247,7 +261,8 @@ class MoveCounts(NamedTuple):
     ``births`` and ``deaths``: singleton dimensions born and removed; ``x_evals``: likelihood
     evaluations of the rows' elliptical slice sampling; ``w_accepted``: accepted frequencies;
     ``flips_proposed``: proposed joint flips; ``singletons``: accepted singleton birth/death
-    proposals (one a row), of ``singletons_proposed``.
+    proposals (one a row), of ``singletons_proposed``; ``w_moved``: frequencies whose value
+    changed.
     """
 
     z_flips: int
@@ -264,6 +279,7 @@ class MoveCounts(NamedTuple):
     flips_proposed: int
     singletons_proposed: int
     singletons: int
+    w_moved: int
 
     @classmethod
     def of(cls, info) -> MoveCounts:

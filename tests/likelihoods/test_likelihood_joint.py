@@ -195,10 +195,15 @@ def test_capped_count_sweep_gets_it_right():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["negbinom", "poisson"])
-def test_count_sweep_gets_it_right_with_beta_learned(name):
-    """The two-parameter IBP with ``beta`` learned (exchangeable moves only, no slice step)."""
-    _run_and_check(name, True, 4000, beta_prior=(2.0, 2.0))
+@pytest.mark.parametrize(("name", "n_sweeps"), [("negbinom", 12000), ("poisson", 4000)])
+def test_count_sweep_gets_it_right_with_beta_learned(name, n_sweeps):
+    """The two-parameter IBP with ``beta`` learned (exchangeable moves only, no slice step).
+
+    Negative binomial at 12,000 sweeps: with the frequencies moved by elliptical slice sampling
+    (issue 56), seed 0 at 4,000 sat 4.0 MCSE off on ``log r`` (1.3 when run to 12,000, every
+    statistic under 2; seeds 1 and 2 at 4,000 passed, ``log r`` at 1.6 and 0.6), as the offset
+    and capped cases above."""
+    _run_and_check(name, True, n_sweeps, beta_prior=(2.0, 2.0))
 
 
 @pytest.mark.slow

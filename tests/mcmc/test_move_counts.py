@@ -64,6 +64,7 @@ def test_the_record_keeps_every_sweeps_counts_and_summary_reports_their_rates(fi
         "births_per_sweep": sum(i.births for i in kept) / n_kept,
         "deaths_per_sweep": sum(i.deaths for i in kept) / n_kept,
         "w_accept_rate": sum(i.w_accepted for i in kept) / (N_FREQ * n_kept),
+        "w_move_rate": sum(i.w_moved for i in kept) / (N_FREQ * n_kept),
         "x_evals_per_row": sum(i.x_evals for i in kept) / (n_rows * n_kept),
     }
     with warnings.catch_warnings():
@@ -130,3 +131,23 @@ def test_checkpoints_store_the_likelihood_variables_by_name(tmp_path):
     assert params.arrays().keys() == {"beta", "sigma2"}
     with pytest.raises(TypeError):
         LikelihoodParams.from_arrays({"beta": beta, "omega": sigma2})
+
+
+def test_the_move_table_shows_how_often_the_frequencies_moved(fit):
+    """``w_move_rate``: the share of frequencies whose value changed per sweep. Elliptical slice
+    sampling moves every one; a record from before the count (``w_moved`` alone missing) has
+    no rate for it while the other rates stay."""
+    Y = make_cambridge(40, random_state=1)["Y"][:, :8]
+    m = IBPRFLVM(n_iter=4, n_frequencies=N_FREQ, random_state=0, frequency_update="ess").fit(Y)
+    row = move_table(m.posterior_).loc["chain 0"]
+    assert row["w_move_rate"] == row["w_accept_rate"] == 1.0
+    post = fit.posterior_
+    row = move_table(post).loc["chain 0"]
+    assert row["w_move_rate"] == pytest.approx(row["w_accept_rate"])  # MH: accepted = moved
+    tree = post.chains[0].record.to_tree()
+    del tree["moves"]["w_moved"]
+    old = dataclasses.replace(post, chains=(ChainResult(post.state, ChainRecord.from_tree(tree)),))
+    row = move_table(old).loc["chain 0"]
+    assert np.isnan(row["w_move_rate"]) and row["w_accept_rate"] == pytest.approx(
+        move_table(post).loc["chain 0", "w_accept_rate"]
+    )

@@ -15,6 +15,7 @@ from ibp_rflvm.targets import factorised_state as factorised
 from ibp_rflvm.targets.frequency_bound import FrequencyBound
 
 _ORIGINAL_UPDATE_W = factorised.update_w  # before any test patches it
+_ORIGINAL_ESS_W = factorised.ess_w
 CASES = [
     ("negbinom", False), ("negbinom", True), ("binomial", False), ("bernoulli", False), ("poisson", True)
 ]
@@ -148,9 +149,11 @@ class _Wrap:
         return getattr(self._lik, name)
 
 
+@pytest.mark.parametrize("update", ["mh", "ess"])
 @pytest.mark.parametrize("name", ["negbinom", "poisson", "binomial"])
-def test_whole_chain_is_the_same_without_the_bound(name, monkeypatch):
-    """The default sweep (dimension moves, size factors off) with and without the bound."""
+def test_whole_chain_is_the_same_without_the_bound(name, update, monkeypatch):
+    """The default sweep (dimension moves, size factors off) with and without the bound, under
+    either frequency move (the elliptical slice search screens its points by the same bound)."""
     rng = np.random.default_rng(5)
     hyper = {"n_trials": 6} if name == "binomial" else {}
     lik = make_likelihood(name, **hyper)
@@ -158,11 +161,15 @@ def test_whole_chain_is_the_same_without_the_bound(name, monkeypatch):
     Y = rng.binomial(6, expit(psi)).astype(float)
     Y[rng.random(Y.shape) < 0.1] = np.nan
     data = model.Data.from_array(Y, lik)
-    spec = model.ModelSpec(n_frequencies=6, n_dims=3, likelihood=lik, bias=True)
+    spec = model.ModelSpec(n_frequencies=6, n_dims=3, likelihood=lik, bias=True, frequency_update=update)
     runs = []
     for bounded in (True, False):
+        # The view calls the names it imported into ibp_rflvm.targets.factorised.
         monkeypatch.setattr(
-            factorised, "update_w", functools.partial(_ORIGINAL_UPDATE_W, bounded=bounded)
+            "ibp_rflvm.targets.factorised.update_w", functools.partial(_ORIGINAL_UPDATE_W, bounded=bounded)
+        )
+        monkeypatch.setattr(
+            "ibp_rflvm.targets.factorised.ess_w", functools.partial(_ORIGINAL_ESS_W, bounded=bounded)
         )
         runs.append(run_chain(np.random.default_rng(3), data, spec, 12, 2))
     a, b = runs

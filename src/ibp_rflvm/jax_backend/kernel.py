@@ -74,6 +74,7 @@ def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
         fixed_alpha=None if spec.fixed_alpha is None else float(spec.fixed_alpha),
         eta_prior=tuple(float(v) for v in spec.eta_prior), ibp_beta=beta,
         harmonic=ibp.sharing_sum(n_rows, beta), new_rate_per_alpha=ibp.new_dims_rate(1.0, n_rows, beta),
+        frequency_update=spec.frequency_update,
     )  # fmt: skip
 
 

@@ -2,10 +2,11 @@
 
 Every update of SPEC section 2 runs inside it, on device arrays: ``Z``'s moves, births and
 deaths, the sticks and ``alpha`` (:mod:`.ibp_device`), ``X`` by elliptical slice sampling, the
-frequencies by Metropolis-Hastings, their Dirichlet-process mixture (:mod:`.dp_device`) and the
-likelihood's weights and own variables (:mod:`.likelihoods`). ``jax.jit`` compiles it once per
-fit (the shapes are fixed: the latent dimensions live in ``width`` slots, a mask of which are in
-use); ``jax.lax.scan`` runs many sweeps in one call. No update calls back to the host.
+frequencies by elliptical slice sampling (:mod:`.frequencies`) or Metropolis-Hastings, their
+Dirichlet-process mixture (:mod:`.dp_device`) and the likelihood's weights and own variables
+(:mod:`.likelihoods`). ``jax.jit`` compiles it once per fit (the shapes are fixed: the latent
+dimensions live in ``width`` slots, a mask of which are in use); ``jax.lax.scan`` runs many
+sweeps in one call. No update calls back to the host.
 
 The state (:class:`DeviceState`) is kept canonical at the end of every sweep: the dimensions in
 use fill the first slots, in order, the slots after them hold zeros, and the mixture's labels are
@@ -26,6 +27,7 @@ from . import ibp_device as zmoves
 from . import jax, linalg
 from .dp_device import dp_step
 from .ess import elliptical_slice_rows
+from .frequencies import ess_frequencies
 from .programs import features_of
 from .rowsum import row_matmul, row_sum
 
@@ -59,6 +61,8 @@ class SweepConfig:
     ibp_beta: float
     harmonic: float
     new_rate_per_alpha: float
+    #: ``"ess"`` or ``"mh"`` (:attr:`ibp_rflvm.state.ModelSpec.frequency_update`).
+    frequency_update: str = "mh"
 
 
 class DeviceState(NamedTuple):
@@ -252,7 +256,12 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     def score_psi(psi):
         return dlik.row_loglik(psi, slice(None), const, dparams, data)
 
-    W, P, w_acc = mh_frequencies(k_w, W, st.zeta, mu, Sigma, active, X * Zf, P, beta, score_psi, cfg)
+    w_args = (k_w, W, st.zeta, mu, Sigma, active, X * Zf, P, beta, score_psi, cfg)
+    if cfg.frequency_update == "ess":
+        W, P, w_acc, w_moved = ess_frequencies(*w_args)
+    else:
+        W, P, w_acc = mh_frequencies(*w_args)
+        w_moved = w_acc  # the paper's step: an accepted proposal is a new value
     zeta, mu, Sigma, eta = dp_step(k_dp, W, active, st.zeta, st.eta, cfg.lam0, *cfg.eta_prior)
     Phi = features_of(P, cfg.bias, cfg.M)
     dparams = dlik.update(k_lik, Phi, dparams, data)
@@ -267,7 +276,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     info = DeviceInfo(
         # canonical() numbered the labels in use 0..C-1.
         k_plus=jnp.sum(active), n_components=jnp.max(new.zeta) + 1,
-        moves=MoveCounts.zeros(zero)._replace(x_evals=x_evals, w_accepted=w_acc, **counts),
+        moves=MoveCounts.zeros(zero)._replace(x_evals=x_evals, w_accepted=w_acc, w_moved=w_moved, **counts),
         nonfinite_row=jnp.where(jnp.any(bad), jnp.argmax(bad), -1).astype(jnp.int64),
     )  # fmt: skip
     return new, info

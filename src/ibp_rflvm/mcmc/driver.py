@@ -102,10 +102,12 @@ def settings_description(spec: ModelSpec) -> dict:
 #: chain runs as it did before them (the one-parameter IBP).
 _LATER_SETTINGS = {
     "ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0, "backend": "numba",
+    "frequency_update": "mh",
 }  # fmt: skip
 #: Settings since removed, with the value under which a chain ran as it does now: a checkpoint
 #: that holds that value belongs to today's model.
-_RETIRED_SETTINGS = {"whole_move": None, "frequency_update": "mh", "start_density": 1.0}
+#: (``frequency_update`` was retired and came back: a checkpoint that lacks it ran ``"mh"``.)
+_RETIRED_SETTINGS = {"whole_move": None, "start_density": 1.0}
 
 
 def _check_belongs(path: Path, saved: dict, data: Data, settings: dict, n_iter: int, burn_in: int) -> None:

@@ -110,8 +110,10 @@ class View(Protocol):
     def update_x(self, rng: np.random.Generator, w: Work) -> int:
         """Elliptical slice sampling of ``X``; the number of likelihood evaluations."""
 
-    def update_w(self, rng: np.random.Generator, w: Work) -> int:
-        """The frequencies' Metropolis-Hastings step; the number accepted."""
+    def update_w(self, rng: np.random.Generator, w: Work) -> tuple[int, int]:
+        """The frequencies' move (``ModelSpec.frequency_update``): ``(accepted, moved)``, the
+        frequencies whose update took a point (every one for elliptical slice sampling) and
+        those whose value changed."""
 
     def finish(
         self, rng: np.random.Generator, w: Work, params: LikelihoodParams

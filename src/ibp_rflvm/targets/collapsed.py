@@ -21,7 +21,7 @@ from ..samplers.absorb import ordered_pairs
 from ..samplers.transfer import aligned_pairs
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
-from .collapsed_frequencies import mh_frequencies
+from .collapsed_frequencies import ess_frequencies_collapsed, mh_frequencies
 from .collapsed_kernels import absorb_rows, ess_rows, flip_rows, gibbs_z_rows, transfer_rows
 from .row_cache import Cache, build_cache, collapsed_loglik, commit_row, eval_row, prepare_row, row_buffers
 
@@ -117,6 +117,7 @@ class CollapsedGaussianTarget:
         self.prior: GaussianPrior = likelihood.prior
         self.data = data
         self.bias = spec.bias
+        self.frequency_update = spec.frequency_update
 
     def start_positions(self, k: int) -> np.ndarray:
         return pca_start(mean_filled(self.data), k)
@@ -208,11 +209,13 @@ class CollapsedView:
     def update_x(self, rng, w: Work) -> int:
         return ess_rows(rng, *self._args(w, self._cache(w)))
 
-    def update_w(self, rng, w: Work) -> int:
-        accepted, _ = mh_frequencies(
-            rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.Phi, w.Y, self._cache(w), self.t.prior
-        )
-        return accepted
+    def update_w(self, rng, w: Work) -> tuple[int, int]:
+        args = (rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.Phi, w.Y, self._cache(w), self.t.prior)
+        if self.t.frequency_update == "ess":
+            _, moved, _ = ess_frequencies_collapsed(*args)
+            return (w.W.shape[0] if w.W.shape[1] else 0), moved
+        accepted, _ = mh_frequencies(*args)
+        return accepted, accepted
 
     def finish(self, rng, w: Work, params: LikelihoodParams) -> tuple[np.ndarray, LikelihoodParams, float]:
         Phi = feature_map(w.X * w.Z, w.W, self.t.bias)

@@ -1,5 +1,6 @@
-"""The collapsed Gaussian's frequency update: Metropolis-Hastings of each ``w_m`` with its
-mixture component as the proposal (the paper's step), scored by a rank-4 block formula."""
+"""The collapsed Gaussian's frequency updates, scored by a rank-4 block formula: Metropolis-Hastings
+of each ``w_m`` with its mixture component as the proposal (the paper's step), or elliptical
+slice sampling under the component (:mod:`.frequency_moves`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from scipy.linalg import cho_solve, cholesky
 
 from ..features import frequency_columns
 from ..likelihoods.gaussian import GaussianPrior
+from .frequency_moves import ess_frequencies
 from .row_cache import Cache, collapsed_loglik
 
 
@@ -50,8 +52,9 @@ class _FrequencyBlock:
         self.everything = np.arange(L)
         self.changed = False
 
-    def evaluate(self, m: int, w_prop: np.ndarray) -> tuple[float, tuple]:
-        """Log-likelihood if ``w_m`` became `w_prop`, and what `commit` needs to accept it."""
+    def evaluate(self, m: int, w_prop: np.ndarray, floor: float = -math.inf) -> tuple[float, tuple]:
+        """Log-likelihood if ``w_m`` became `w_prop`, and what `commit` needs to accept it
+        (`floor`, the elliptical slice's level, is not used: every point is scored)."""
         A, B, M = self.A, self.B, self.M
         I = np.array([m, m + M])
         r = np.delete(self.everything, I)
@@ -136,3 +139,28 @@ def mh_frequencies(
             block.commit(m, w_prop, pieces)
             accepted += 1
     return accepted, block.finish()
+
+
+def ess_frequencies_collapsed(
+    rng: np.random.Generator,
+    H: np.ndarray,
+    W: np.ndarray,
+    zeta: np.ndarray,
+    mu: np.ndarray,
+    Sigma: np.ndarray,
+    Phi: np.ndarray,
+    Y: np.ndarray,
+    cache: Cache,
+    prior: GaussianPrior,
+) -> tuple[int, int, float]:
+    """Elliptical slice sampling of each ``w_m`` under ``N(mu_k, Sigma_k)`` (the invariance
+    argument is in :mod:`.frequency_moves`), every point scored by :class:`_FrequencyBlock`.
+
+    ``W``, ``Phi`` and `cache` are updated in place. Returns the likelihood evaluations, the
+    frequencies that changed and the log-likelihood as carried from point to point.
+    """
+    if W.shape[1] == 0:
+        return 0, 0, float(cache.state[1])
+    block = _FrequencyBlock(H, W, Phi, Y, cache, prior)
+    n_evals, moved = ess_frequencies(rng, W, zeta, mu, Sigma, block)
+    return n_evals, moved, block.finish()

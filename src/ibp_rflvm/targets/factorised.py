@@ -16,7 +16,7 @@ from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
-from .factorised_state import FactorisedState, update_w, update_x, update_z
+from .factorised_state import FactorisedState, ess_w, update_w, update_x, update_z
 from .moves import ArrayMoves
 
 
@@ -72,6 +72,7 @@ class FactorisedTarget:
         self.data = data
         self.prep = data.prep if data.prep is not None else likelihood.prepare(data.Y)
         self.bias = spec.bias
+        self.frequency_update = spec.frequency_update
 
     def start_positions(self, k: int) -> np.ndarray:
         Y0 = mean_filled(self.data)
@@ -129,8 +130,12 @@ class FactorisedView(ArrayMoves):
         w.X, n_evals = update_x(rng, w.X, w.Z, w.W, self.fs)
         return n_evals
 
-    def update_w(self, rng, w: Work) -> int:
-        return update_w(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.fs)
+    def update_w(self, rng, w: Work) -> tuple[int, int]:
+        if self.t.frequency_update == "ess":
+            _, moved = ess_w(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.fs)
+            return (w.W.shape[0] if w.W.shape[1] else 0), moved
+        accepted = update_w(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.fs)
+        return accepted, accepted
 
     def finish(self, rng, w: Work, params: LikelihoodParams) -> tuple[None, LikelihoodParams, float]:
         self.fs.psi = None  # stale once beta changes; freed so the weight update has its N x J room

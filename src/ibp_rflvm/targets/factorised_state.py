@@ -26,6 +26,7 @@ from ..likelihoods.base import Likelihood, LikelihoodParams, Prepared
 from ..samplers import ibp
 from ..samplers.ess import elliptical_slice
 from .frequency_bound import FrequencyBound
+from .frequency_moves import ess_frequencies
 
 
 class FactorisedState:
@@ -144,6 +145,72 @@ def update_w(
     return accepted
 
 
+class FactorisedFrequencies:
+    """The log-likelihood as one frequency changes, for :func:`.frequency_moves.ess_frequencies`:
+    a change of ``w_m`` moves two columns of ``Phi`` and ``psi`` by the rank-2 product of
+    :func:`_low_rank_rows`, written into a spare ``N x J`` buffer that trades places with ``psi``
+    when the point is taken (no proposal allocates ``N x J`` memory).
+
+    With `bounded` (and a likelihood with ``psi_derivatives``), a point whose upper bound on the
+    log-likelihood change (:mod:`.frequency_bound`, built at the current ``psi`` when frequency
+    ``m`` is first evaluated) is already at or below the slice is scored ``-inf`` without the
+    pass over all entries: the slice search then takes the same steps from the same numbers as
+    without the bound, and its early points, far out on the ellipse, cost ``O(N)`` each.
+    """
+
+    def __init__(self, H: np.ndarray, W: np.ndarray, fs: FactorisedState, bounded: bool = True) -> None:
+        self.H, self.W, self.fs = H, W, fs
+        self.M = W.shape[0]
+        self.ll = float(np.sum(fs.ll, dtype=np.float64))
+        self.spare = np.empty_like(fs.psi)
+        self.bounded = bounded and fs.lik.has_psi_derivatives
+        self._bound: FrequencyBound | None = None
+        self._bound_m = -1
+        #: Points the bound decided, and points scored exactly.
+        self.screened = self.exact = 0
+
+    def evaluate(self, m: int, w_prop: np.ndarray, floor: float = -math.inf) -> tuple[float, tuple | None]:
+        """The log-likelihood with ``w_m = w_prop``, or ``-inf`` when the bound shows it is at
+        most `floor` (the slice level)."""
+        fs, cols = self.fs, [m, m + self.M]
+        new_cols = frequency_columns(self.H, w_prop, self.M)
+        D = new_cols - fs.Phi[:, cols]
+        if self.bounded and floor > -math.inf:
+            if self._bound_m != m:
+                # psi moved with the last frequency taken: expand again, for this one alone.
+                self._bound, self._bound_m = FrequencyBound(fs, self.M, first=m, stop=m + 1), m
+            if self._bound.rejects(m, D, floor - self.ll):
+                self.screened += 1
+                return -math.inf, None
+        self.exact += 1
+        _low_rank_rows(fs.psi, D, fs.beta[cols], self.spare)
+        ll_rows = fs.lik.loglik_rows(self.spare, fs.all_rows, fs.params, fs.prep)
+        total = float(np.sum(ll_rows, dtype=np.float64))
+        return total, (new_cols, ll_rows, total)
+
+    def commit(self, m: int, w_prop: np.ndarray, pieces: tuple) -> None:
+        new_cols, ll_rows, total = pieces
+        fs = self.fs
+        self.W[m] = w_prop
+        fs.Phi[:, [m, m + self.M]] = new_cols
+        fs.psi, self.spare = self.spare, fs.psi
+        fs.ll = ll_rows
+        self.ll = total
+        self._bound_m = -1
+
+
+def ess_w(
+    rng: np.random.Generator, H, W, zeta, mu, Sigma, fs: FactorisedState, bounded: bool = True
+) -> tuple[int, int]:
+    """Elliptical slice sampling of each frequency under its mixture component
+    (:mod:`.frequency_moves`, where the invariance argument is written); ``Phi``, ``psi`` and the
+    row log-likelihoods follow. `bounded`: screen points by :mod:`.frequency_bound` (the same
+    chain, bit for bit, as without). Returns ``(evaluations, moved)``."""
+    if W.shape[1] == 0:
+        return 0, 0
+    return ess_frequencies(rng, W, zeta, mu, Sigma, FactorisedFrequencies(H, W, fs, bounded))
+
+
 def _low_rank_rows(psi, D, B, out):
     """:func:`_low_rank_update` by blocks of rows on the sweep's threads."""
     blocks = _blocks.current()
@@ -176,4 +243,4 @@ def _low_rank_update(psi, D, B, out):
             out[i, j] = psi[i, j] + acc[j]
 
 
-__all__ = ["FactorisedState", "elliptical_slice", "update_w", "update_x", "update_z"]
+__all__ = ["FactorisedState", "elliptical_slice", "ess_w", "update_w", "update_x", "update_z"]

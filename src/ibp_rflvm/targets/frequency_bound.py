@@ -47,13 +47,14 @@ MARGIN = 1e-6
 
 
 class FrequencyBound:
-    """The products ``U, V, T`` of the frequencies ``first, ..., M - 1`` at the current ``psi``
-    of `fs` (a :class:`~.factorised.FactorisedState`), and the bound they give."""
+    """The products ``U, V, T`` of the frequencies ``first, ..., stop - 1`` (``stop`` None: to
+    ``M - 1``) at the current ``psi`` of `fs` (a :class:`~.factorised.FactorisedState`), and the
+    bound they give."""
 
-    def __init__(self, fs, M: int, first: int = 0):
+    def __init__(self, fs, M: int, first: int = 0, stop: int | None = None):
         self.first = first
         self.scale = float(np.sum(np.abs(fs.ll), dtype=np.float64))
-        ms = np.arange(first, M)
+        ms = np.arange(first, M if stop is None else stop)
         bc, bs = fs.beta[ms], fs.beta[ms + M]
         pair = np.concatenate([bc, bs]).T  # J x 2n: the cos rows, then the sin rows
         B = np.ascontiguousarray(pair)

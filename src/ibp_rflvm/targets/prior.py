@@ -1,8 +1,9 @@
 """The prior-only target: no likelihood, for the sampler checks (SPEC section 7).
 
 Every proposal leaves the likelihood at 0, so elliptical slice sampling accepts its first
-proposal (``X`` is redrawn around its ellipse) and the frequencies' Metropolis-Hastings step,
-whose proposal is the prior, always accepts. The start is the likelihood's own
+proposal (``X`` is redrawn around its ellipse, and so is each frequency under
+``frequency_update="ess"``) and the frequencies' Metropolis-Hastings step, whose proposal is the
+prior, always accepts. The start is the likelihood's own
 (:meth:`PriorTarget.start` delegates), so a prior chain starts where a posterior chain would.
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 from ..likelihoods.base import LikelihoodParams
 from ..samplers import ibp
 from .base import Work
+from .frequency_moves import ess_frequencies_prior
 from .moves import ArrayMoves
 
 
@@ -53,16 +55,19 @@ class PriorTarget:
         return self.start_from.start(rng, X, Z, W)
 
     def view(self, w: Work, params: LikelihoodParams) -> PriorView:
-        return PriorView()
+        return PriorView(self.start_from.frequency_update)
 
     def x_view(self, w: Work, params: LikelihoodParams, view) -> PriorView:
-        return view if view is not None else PriorView()
+        return view if view is not None else self.view(w, params)
 
     def scorer(self, Phi: np.ndarray, params: LikelihoodParams):
         return lambda Phi_d: 0.0
 
 
 class PriorView(ArrayMoves):
+    def __init__(self, frequency_update: str = "mh") -> None:
+        self.frequency_update = frequency_update
+
     def _row_target(self) -> NoLikelihood:
         return NoLikelihood()
 
@@ -83,13 +88,18 @@ class PriorView(ArrayMoves):
         w.X = w.X * np.cos(theta)[:, None] + nu * np.sin(theta)[:, None]
         return 0
 
-    def update_w(self, rng, w: Work) -> int:
+    def update_w(self, rng, w: Work) -> tuple[int, int]:
+        if not w.W.shape[1]:
+            return 0, 0
+        M = w.W.shape[0]
+        if self.frequency_update == "ess":
+            w.W = ess_frequencies_prior(rng, w.W, w.zeta, w.mu, w.Sigma)
+            return M, M
         # MH whose proposal is the prior accepts every draw: W is its mixture component's draw.
-        if w.W.shape[1]:
-            e = rng.standard_normal(w.W.shape)
-            chol = np.array([np.linalg.cholesky(S) for S in w.Sigma])
-            w.W = w.mu[w.zeta] + np.einsum("mab,mb->ma", chol[w.zeta], e)
-        return 0
+        e = rng.standard_normal(w.W.shape)
+        chol = np.array([np.linalg.cholesky(S) for S in w.Sigma])
+        w.W = w.mu[w.zeta] + np.einsum("mab,mb->ma", chol[w.zeta], e)
+        return M, M
 
     def finish(self, rng, w: Work, params: LikelihoodParams):
         return w.Y, params, 0.0
