@@ -161,11 +161,13 @@ class Traces(NamedTuple):
 
 
 #: Sweeps one device call runs at most; the keys arrive padded to this many, so one compiled
-#: program serves every call of a fit. Was 1 while a compiled loop of sweeps stopped on XLA's CPU
-#: runtime; that stop was jaxlib's batched LAPACK waiting on its own thread pool, which
-#: :mod:`.linalg` avoids. Ten sweeps a call gave the same chain and ran faster in each of three
-#: alternated pairs at 2,000 x 500 (``benchmarks/bench_run_length.py``; docs/record/jax_backend.md).
-RUN_LENGTH = 10
+#: program serves every call of a fit. Calls of several sweeps are safe since :mod:`.linalg`
+#: (the stop that once forced one sweep a call was jaxlib's batched LAPACK waiting on its own
+#: thread pool) and give the same chain, but were not faster: ten sweeps a call against one, in
+#: three alternated pairs at 2,000 x 500 on a quiet 2-core CPU, gave a ratio of 0.99
+#: (``benchmarks/bench_run_length.py``; docs/record/jax_backend.md). The state stays on the
+#: device between calls either way.
+RUN_LENGTH = 1
 
 
 @partial(jax.jit, static_argnames=("cfg",), donate_argnames=("state",))
