@@ -14,9 +14,8 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 
-def _save(fig, path: str | Path, tight: bool = True) -> Path:
-    if tight:  # not for a figure laid out when drawn (constrained layout), which it would undo
-        fig.tight_layout()
+def _save(fig, path: str | Path) -> Path:
+    fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -270,7 +269,13 @@ def effects_plot(
     pathlib.Path
         `path`.
     """
-    return _save(effects_figure(effect, lower, upper, dimensions, columns, n_top, title), path, tight=False)
+    fig = effects_figure(effect, lower, upper, dimensions, columns, n_top, title)
+    # Laid out when drawn (constrained layout), which tight_layout would undo.
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def usage_view_figure(
