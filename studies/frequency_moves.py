@@ -10,13 +10,15 @@
     changed and the squared Mahalanobis distance (under the component's ``Sigma_k``) moved per
     second.
 
-``... frequency_moves.py heldout DATASET --n-iter N [--seed S]``
-    For each of ``mh`` and ``ess``: two chains, from 2 and 12 dimensions (``n_chains=2``), 20%
-    of the entries held out; prints the stacked held-out LPD per entry (and perplexity for
-    counts), R-hat over the second half of the log-likelihood and of ``K+``, seconds per
-    sweep, the share of frequencies that moved per sweep and the root mean square of each chain's
-    final frequencies. DATASET: cancer, mice, congress,
-    montreal, or ``sim`` (the simulated NB counts above).
+``... frequency_moves.py heldout DATASET --n-iter N [--seed S] [--chains-per-start 3] [--n-jobs 2]``
+    For each of ``mh`` and ``ess``: ``--chains-per-start`` chains from each of ``--starts``
+    (2 and 12 dimensions), each its own fit with its own seed, 20% of the entries held out;
+    prints the held-out LPD per entry of the chains' equal-weight mixture and of each chain (and
+    the perplexity for counts), R-hat over the second half of the log-likelihood and of ``K+``
+    over all chains and within each start, each chain's mean ``K+`` and seconds per sweep, the
+    share of frequencies that moved per sweep and the root mean square of each chain's
+    frequencies over its kept samples. DATASET: cancer, mice, congress, montreal, or ``sim``
+    (the simulated NB counts above).
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ import warnings
 
 import arviz as az
 import numpy as np
+from joblib import Parallel, delayed
+from scipy.special import logsumexp
 
 from ibp_rflvm import IBPRFLVM, holdout_mask, model
 from ibp_rflvm.datasets import load
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.predictive import heldout_shares
 from ibp_rflvm.targets import factorised_state as fsm
 from ibp_rflvm.targets.base import Work
 
@@ -109,35 +114,80 @@ def candidates() -> None:
         print(json.dumps(rows[-1]), flush=True)
 
 
-def heldout(name: str, n_iter: int, seed: int) -> None:
+def _chain(Y_train, Y_test, lik: str, update: str, start: int, seed: int, n_iter: int) -> dict:
+    """One chain from ``start`` dimensions: its traces, its held-out pointwise densities (and
+    predicted shares for counts), the frequencies' scale over its kept samples and its seconds."""
+    warnings.simplefilter("ignore")
+    t0 = time.perf_counter()
+    m = IBPRFLVM(likelihood=lik, n_iter=n_iter, init_dims=start, n_chains=1, n_jobs=1, random_state=seed,
+                 frequency_update=update, n_threads=1).fit(Y_train)  # fmt: skip
+    sec = time.perf_counter() - t0
+    logp = m.pointwise_log_predictive(Y_test)
+    out = {
+        "start": start, "seed": seed, "seconds": sec,
+        "loglik": m.traces_["loglik"][0].tolist(), "k_plus": m.traces_["n_active"][0].tolist(),
+        "pointwise_lpd": (logsumexp(logp, axis=0) - math.log(logp.shape[0])).tolist(),
+        # Root mean square of the frequencies over the kept samples: about 1 at the start; the
+        # simulated data's generating frequencies have 0.5 (lengthscale 2).
+        "w_rms": float(np.mean([np.sqrt(np.mean(s.W**2)) for s in m.posterior_.samples])),
+        "w_moved_share": float(np.mean(m.posterior_.moves.w_moved)) / m.n_frequencies,
+    }  # fmt: skip
+    if lik != "gaussian":
+        counts, shares = heldout_shares(m.posterior_, Y_test)
+        out["counts"], out["shares"] = counts.tolist(), shares.tolist()
+    return out
+
+
+def _pooled(chains: list[dict], lik: str) -> dict:
+    """Equal-weight mixture of the chains' predictives; R-hat over all chains and within each start."""
+    half = len(chains[0]["loglik"]) // 2
+    lpd = logsumexp(np.array([c["pointwise_lpd"] for c in chains]), axis=0) - math.log(len(chains))
+    ll = np.array([c["loglik"][half:] for c in chains])
+    k = np.array([c["k_plus"][half:] for c in chains], dtype=float)
+    starts = sorted({c["start"] for c in chains})
+    by_start = {s: [i for i, c in enumerate(chains) if c["start"] == s] for s in starts}
+    out = {
+        "lpd": round(float(np.mean(lpd)), 4),
+        "lpd_per_chain": [round(float(np.mean(c["pointwise_lpd"])), 4) for c in chains],
+        "rhat_loglik": round(float(az.rhat(ll)), 3), "rhat_k": round(float(az.rhat(k)), 3),
+        "rhat_within_start": {str(s): [round(float(az.rhat(ll[i])), 3), round(float(az.rhat(k[i])), 3)]
+                              for s, i in by_start.items()},
+        "k_plus_mean": [round(float(v), 1) for v in k.mean(axis=1)],
+        "loglik_mean": [round(float(v), 1) for v in ll.mean(axis=1)],
+        "w_rms": [round(c["w_rms"], 3) for c in chains],
+        "w_moved_share": round(float(np.mean([c["w_moved_share"] for c in chains])), 4),
+        "s_per_sweep": [round(c["seconds"] / len(c["loglik"]), 3) for c in chains],
+    }  # fmt: skip
+    if lik != "gaussian":
+        counts = np.asarray(chains[0]["counts"])
+        shares = np.mean([c["shares"] for c in chains], axis=0)
+        with np.errstate(divide="ignore"):
+            ylogp = np.where(counts > 0, counts * np.log(shares), 0.0)
+        out["perplexity"] = round(float(np.exp(-ylogp.sum() / counts.sum())), 2)
+    return out
+
+
+def heldout(name: str, n_iter: int, seed: int, chains_per_start: int, starts: list[int], n_jobs: int) -> None:
     if name == "sim":
         Y, lik = simulated_nb(), "negbinom"
     else:
         ds = load(name)
         Y, lik = ds.data, ("gaussian" if ds.kind == "real" else "negbinom")
     Y_train, Y_test = holdout_mask(Y, fraction=0.2, random_state=seed)
-    half = n_iter // 2
-    for fu in ("mh", "ess"):
-        t0 = time.perf_counter()
-        m = IBPRFLVM(likelihood=lik, n_iter=n_iter, init_dims=12, n_chains=2, n_jobs=1, random_state=seed,
-                     frequency_update=fu, n_threads=1).fit(Y_train)  # fmt: skip
-        sec = time.perf_counter() - t0
-        ll = m.traces_["loglik"][:, half:]
-        k = m.traces_["n_active"][:, half:].astype(float)
-        moves = m.posterior_.moves
-        out = {
-            "data": name, "update": fu, "n_iter": n_iter, "seed": seed,
-            "lpd": round(float(m.score(Y_test)), 4),
-            "perplexity": round(float(m.perplexity(Y_test)), 2) if lik != "gaussian" else None,
-            "rhat_loglik": round(float(az.rhat(ll)), 3), "rhat_k": round(float(az.rhat(k)), 3),
-            "k_plus_end": m.traces_["n_active"][:, -1].tolist(),
-            "loglik_means": [round(float(v), 1) for v in ll.mean(axis=1)],
-            # Root mean square of the frequencies in each chain's last state (1 at the start; the
-            # simulated data's generating frequencies have 0.5).
-            "w_rms": [round(float(np.sqrt(np.mean(c.state.W**2))), 3) for c in m.posterior_.chains],
-            "s_per_sweep": round(sec / (2 * n_iter), 3),
-            "w_moved_share": round(float(np.mean(moves.w_moved)) / m.n_frequencies, 4),
-        }  # fmt: skip
+    jobs = [
+        (u, s, 1000 * seed + 100 * s + c)
+        for u in ("mh", "ess")
+        for s in starts
+        for c in range(chains_per_start)
+    ]
+    # Most expensive first, so that the last chains to finish are short ones.
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i][1])
+    done = Parallel(n_jobs=n_jobs)(delayed(_chain)(Y_train, Y_test, lik, *jobs[i], n_iter) for i in order)
+    results = dict(zip(order, done, strict=True))
+    for u in ("mh", "ess"):
+        chains = [results[i] for i, j in enumerate(jobs) if j[0] == u]
+        out = {"data": name, "update": u, "n_iter": n_iter, "seed": seed, "starts": starts,
+               "chains_per_start": chains_per_start, **_pooled(chains, lik)}  # fmt: skip
         print(json.dumps(out), flush=True)
 
 
@@ -148,11 +198,14 @@ def main() -> None:
     p.add_argument("dataset", nargs="?")
     p.add_argument("--n-iter", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chains-per-start", type=int, default=3)
+    p.add_argument("--starts", type=int, nargs="+", default=[2, 12])
+    p.add_argument("--n-jobs", type=int, default=1, help="processes for the chains")
     a = p.parse_args()
     if a.what == "candidates":
         candidates()
     else:
-        heldout(a.dataset, a.n_iter, a.seed)
+        heldout(a.dataset, a.n_iter, a.seed, a.chains_per_start, a.starts, a.n_jobs)
 
 
 if __name__ == "__main__":
