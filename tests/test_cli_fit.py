@@ -345,3 +345,26 @@ def test_model_gamma_poisson_fits_counts_in_z(tmp_path, monkeypatch):
     assert main(["fit", str(path), "--model", "gamma-poisson", "--out", str(tmp_path / "o"), *FAST]) == 0
     assert seen == {"z_prior": "gamma-poisson"}
     assert (tmp_path / "o" / "latent.csv").exists()
+
+
+@pytest.mark.parametrize("option", [[], ["--frequency-update", "mh"]])
+def test_frequency_update_option_picks_the_move(tmp_path, monkeypatch, option):
+    """By default every frequency moves every sweep (elliptical slice sampling); with
+    ``--frequency-update mh`` the paper's step, which rejects some of its proposals, runs."""
+    from ibp_rflvm import IBPRFLVM
+
+    fitted = []
+    original_fit = IBPRFLVM.fit
+
+    def fit(self, *args, **kwargs):
+        fitted.append(original_fit(self, *args, **kwargs))
+        return fitted[-1]
+
+    monkeypatch.setattr(IBPRFLVM, "fit", fit)
+    path = tmp_path / "expr.csv"
+    _frame().to_csv(path, index_label="cell")
+    assert main(["fit", str(path), *option, "--out", str(tmp_path / "o"), *FAST]) == 0
+    (model,) = fitted
+    share = np.mean(model.posterior_.moves.w_moved) / model.n_frequencies
+    assert model.frequency_update == (option[1] if option else None)
+    assert (share == 1.0) if not option else (share < 1.0)

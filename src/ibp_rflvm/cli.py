@@ -110,6 +110,7 @@ def _fit(args: argparse.Namespace) -> int:
         "burn_in": args.burn_in, "random_state": args.seed, "n_chains": args.n_chains,
         "verbose": not args.quiet, "sampler": args.sampler, "n_threads": args.threads,
         "likelihood_params": params or None, "n_jobs": args.n_jobs, "backend": args.backend,
+        "frequency_update": args.frequency_update,
     }  # fmt: skip
     if args.checkpoint:
         common["checkpoint_path"] = str(out.path / cf.CHECKPOINT_NAME)
@@ -308,6 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument("--sampler", choices=["default", "paper"], default="default",
                      help="the mixing sampler (default) or the paper's sweep and start")  # fmt: skip
+    fit.add_argument(
+        "--frequency-update", choices=["ess", "mh"], default=None,
+        help="how the random frequencies move: ess (elliptical slice) or mh (the paper's step); "
+        "default: the sampler's own (ess, but mh for --sampler paper and --backend jax)",
+    )  # fmt: skip
     fit.add_argument("--n-iter", type=int, default=100, help="MCMC sweeps per chain (default 100)")
     fit.add_argument("--burn-in", type=int, default=None, help="sweeps discarded (default: half)")
     fit.add_argument("--n-frequencies", type=int, default=50, help="random frequencies M (default 50)")
