@@ -19,6 +19,9 @@
     share of frequencies that moved per sweep and the root mean square of each chain's
     frequencies over its kept samples. DATASET: cancer, mice, congress, montreal, or ``sim``
     (the simulated NB counts above).
+
+``... frequency_moves.py table FILE [FILE ...]``
+    The record's table from the JSON lines that ``heldout`` printed.
 """
 
 from __future__ import annotations
@@ -191,11 +194,37 @@ def heldout(name: str, n_iter: int, seed: int, chains_per_start: int, starts: li
         print(json.dumps(out), flush=True)
 
 
+def table(paths: list[str]) -> None:
+    """One markdown row per data set and move: pooled LPD (perplexity), its chains' range from each
+    start, R-hat over all chains and within each start, mean ``K+`` and frequencies' scale per
+    start, median seconds per sweep."""
+    print("| data (sweeps) | move | LPD / entry (perplexity) | chains' LPD from 2; from 12 "
+          "| R-hat loglik / `K+`, all | within start 2; 12 | mean `K+` from 2; 12 "
+          "| rms `w` from 2; 12 | s per sweep | moved |")  # fmt: skip
+    print("|" + "---|" * 10)
+    for path in paths:
+        with open(path) as fh:
+            for line in fh:
+                d = json.loads(line)
+                n = d["chains_per_start"]
+
+                def two(v, fmt, n=n):
+                    parts = (v[i * n : (i + 1) * n] for i in range(2))
+                    return "; ".join(", ".join(format(x, fmt) for x in part) for part in parts)
+
+                within = "; ".join(f"{a} / {b}" for a, b in d["rhat_within_start"].values())
+                ppl = f" ({d['perplexity']})" if d.get("perplexity") else ""
+                print(f"| {d['data']} ({d['n_iter']}) | {d['update']} | {d['lpd']}{ppl} | "
+                      f"{two(d['lpd_per_chain'], '.3f')} | {d['rhat_loglik']} / {d['rhat_k']} | {within} | "
+                      f"{two(d['k_plus_mean'], '.0f')} | {two(d['w_rms'], '.2f')} | "
+                      f"{float(np.median(d['s_per_sweep'])):.2f} | {d['w_moved_share']} |")  # fmt: skip
+
+
 def main() -> None:
     warnings.simplefilter("ignore")
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("candidates", "heldout"))
-    p.add_argument("dataset", nargs="?")
+    p.add_argument("what", choices=("candidates", "heldout", "table"))
+    p.add_argument("dataset", nargs="*")
     p.add_argument("--n-iter", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chains-per-start", type=int, default=3)
@@ -204,8 +233,10 @@ def main() -> None:
     a = p.parse_args()
     if a.what == "candidates":
         candidates()
+    elif a.what == "table":
+        table(a.dataset)
     else:
-        heldout(a.dataset, a.n_iter, a.seed, a.chains_per_start, a.starts, a.n_jobs)
+        heldout(a.dataset[0], a.n_iter, a.seed, a.chains_per_start, a.starts, a.n_jobs)
 
 
 if __name__ == "__main__":

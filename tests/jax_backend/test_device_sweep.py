@@ -94,7 +94,8 @@ def test_one_and_four_devices_give_the_same_chain():
     whose fractional Polya-gamma shapes were the last to differ. (2 devices and the Bernoulli
     were checked the same way by hand: docs/record/jax_backend.md.)"""
     likelihood = "negbinom"
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "PYTHONPATH": SRC}
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
+    env = {**os.environ, "XLA_FLAGS": flags, "PYTHONPATH": SRC}
     done = subprocess.run(
         [sys.executable, "-c", _SHARDED, likelihood], env=env, capture_output=True, text=True, timeout=900
     )
