@@ -5,9 +5,11 @@ Run by ``make bench``, or ``python benchmarks/bench_moves.py [--quick] [--datase
 
 For each data set a chain runs `--warm` default sweeps from the default start (with the
 estimator's cap of 50 dimensions, so ``K+`` is what the default sampler reaches there); from
-that one state, the paper's sweep, the default sweep, and the default sweep with every aligned
-pair visited by the pair moves (``pairs_per_dim=None``, no budget) are then each timed `--reps`
-times (each repetition restarts from the same state with its own generator), so all are
+that one state, the paper's sweep (its frequency step included), the default sweep, the default
+sweep with the paper's frequency step instead of elliptical slice sampling
+(``frequency_update="mh"``), and the default sweep with every aligned pair visited by the pair
+moves (``pairs_per_dim=None``, no budget) are then each timed `--reps` times (each repetition
+restarts from the same state with its own generator), so all are
 measured at the same ``K+``. The default sweep's info gives the wall seconds of the flips, of
 the row transfers, of absorb/emit and of the singleton births and deaths. BLAS is limited to
 one thread, as ``fit`` does.
@@ -34,7 +36,8 @@ def bench(name: str, warm: int, reps: int, init_dims: int = 12) -> dict:
     lik = make_likelihood("gaussian" if ds.kind == "real" else "negbinom")
     data = model.Data.from_array(Y_train, lik)
     spec = model.ModelSpec(n_dims=init_dims, bias=lik.default_bias, likelihood=lik, max_dims=50)
-    paper = replace(spec, moves=False)
+    paper = replace(spec, moves=False, frequency_update="mh")
+    mh = replace(spec, frequency_update="mh")
     every_pair = replace(spec, pairs_per_dim=None)
     rng = np.random.default_rng(0)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -42,10 +45,11 @@ def bench(name: str, warm: int, reps: int, init_dims: int = 12) -> dict:
         for _ in range(warm):
             state, _ = model.sweep(rng, state, data, spec)
         model.sweep(np.random.default_rng(0), state, data, paper)  # compile both paths
-        times = {"paper": [], "default": [], "every pair": [], "flips": [], "transfers": [], "absorbs": [],
-                 "singletons": []}  # fmt: skip
+        times = {"paper": [], "default": [], "default mh": [], "every pair": [], "flips": [], "transfers": [],
+                 "absorbs": [], "singletons": []}  # fmt: skip
         for r in range(reps):
-            for label, sp in (("paper", paper), ("default", spec), ("every pair", every_pair)):
+            cases = (("paper", paper), ("default", spec), ("default mh", mh), ("every pair", every_pair))
+            for label, sp in cases:
                 t0 = time.perf_counter()
                 _, info = model.sweep(np.random.default_rng(r + 1), state, data, sp)
                 times[label].append(time.perf_counter() - t0)
@@ -70,12 +74,14 @@ def main() -> None:
     warm, reps = (10, 3) if args.quick else (50, 7)
     warm = warm if args.warm is None else args.warm
     print(f"{'data':<10} {'likelihood':<9} {'K+':>3} {'paper s':>8} {'default s':>9} {'ratio':>6} "
-          f"{'flips':>6} {'transf':>6} {'absorb':>6} {'single':>6} {'every pair s':>12}")  # fmt: skip
+          f"{'flips':>6} {'transf':>6} {'absorb':>6} {'single':>6} {'every pair s':>12} "
+          f"{'default, mh s':>13}")  # fmt: skip
     for name in args.datasets:
         r = bench(name, warm, reps)
         print(f"{name:<10} {r['likelihood']:<9} {r['k_plus']:>3} {r['paper']:>8.3f} {r['default']:>9.3f} "
               f"{r['default'] / r['paper']:>6.2f} {r['flips']:>6.3f} {r['transfers']:>6.3f} "
-              f"{r['absorbs']:>6.3f} {r['singletons']:>6.3f} {r['every pair']:>12.3f}",
+              f"{r['absorbs']:>6.3f} {r['singletons']:>6.3f} {r['every pair']:>12.3f} "
+              f"{r['default mh']:>13.3f}",
               flush=True)  # fmt: skip
 
 
