@@ -130,6 +130,10 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         (``h = z x``); zero still means unused, ``E[K+] = alpha log(1 + N)`` and a row's counts
         sum to ``alpha`` on average (:doc:`/model`). It has no ``ibp_beta``, runs with
         ``sampler="default"`` and on ``backend="numba"`` only."""),
+    "z_prior_rate": ("float, default=1.0", """
+        The rate ``b`` of the gamma-Poisson prior's gamma law of the dimensions' Poisson rates
+        (``z_prior="gamma-poisson"`` only): ``E[K+] = alpha log(1 + N / b)`` and a row's
+        counts sum to ``alpha / b`` on average."""),
     "n_threads": ("int or None, default=None", """
         Threads for each chain's sweep (None: the CPUs of the process's affinity shared among
         the chains that run at once, at least 1 each). The Polya-gamma likelihoods' row and

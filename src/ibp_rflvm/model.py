@@ -9,10 +9,11 @@ fixes the whole chain. The sweep composes the moves of :mod:`ibp_rflvm.samplers`
 target (:mod:`ibp_rflvm.targets`) for everything that depends on the likelihood; it never asks
 which kind of target it has.
 
-The sweep, in order: the IBP's slice step (the paper's stick-breaking representation, then a
-Gibbs pass of ``Z``); the dimension moves of SPEC 2.2 (joint flips, transfers, absorb/emit,
-singleton births and deaths) with the sticks integrated out; ``pi | Z``, ``alpha`` and (when
-learned) the IBP's ``ibp_beta``; ``X`` by elliptical slice sampling; the frequencies by
+The sweep, in order: the prior on ``Z``'s own step (the IBP's: the paper's stick-breaking
+representation, then a Gibbs pass of ``Z``); the dimension moves of SPEC 2.2 (joint flips,
+transfers, absorb/emit, singleton births and deaths) with the prior's weights integrated out;
+the weights given ``Z``, ``alpha`` and the prior's own variables (a learned IBP ``beta``);
+``X`` by elliptical slice sampling; the frequencies by elliptical slice sampling or
 Metropolis-Hastings; the Dirichlet-process mixture of the frequencies; the likelihood's own
 variables.
 
@@ -31,9 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import blocks
-from .likelihoods.base import LikelihoodParams
-from .samplers import dimension_moves, dp_mixture, ibp
-from .samplers.ibp_beta import update_beta
+from .samplers import dimension_moves, dp_mixture
 from .state import ChainState, Data, ModelSpec
 from .targets import Target, View, Work, make_target
 
@@ -180,9 +179,10 @@ def _init(rng: np.random.Generator, spec: ModelSpec, target: Target) -> ChainSta
         # frequencies: at K = 12 the starting features are close to random (SPEC 2.2).
         X *= math.sqrt(min(1.0, 2.0 / K))
     Z = np.ones((X.shape[0], K), dtype=np.int8)
+    # The prior's variables start where its chain starts (a learned IBP beta at 1).
+    z_state = spec.z_prior.start_state() if spec.ibp else {}
     if spec.ibp:
-        # The start's weights under the prior at ibp_beta = 1 (a learned beta starts there).
-        _, pi = spec.prior(1.0).weights_given(rng, Z)
+        _, pi = spec.z_prior.at(z_state).weights_given(rng, Z)
     else:
         pi = np.ones(K)
     alpha = spec.fixed_alpha if spec.fixed_alpha is not None else 1.0
@@ -190,9 +190,7 @@ def _init(rng: np.random.Generator, spec: ModelSpec, target: Target) -> ChainSta
     zeta = np.zeros(spec.n_frequencies, dtype=np.int64)
     mu, Sigma = dp_mixture.sample_components(rng, W, zeta, spec.lam0)
     Y, params, ll = target.start(rng, X, Z, W)
-    # A learned ibp_beta starts at 1, the one-parameter IBP.
-    beta0 = 1.0 if spec.ibp_beta is None else float(spec.ibp_beta)
-    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y, params, ll, 0, beta0)
+    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y, params, ll, 0, z_state)
 
 
 def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: View, prior) -> dict:
@@ -226,43 +224,20 @@ def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: V
     }  # fmt: skip
 
 
-def _slice_step(
-    rng: np.random.Generator, w: Work, spec: ModelSpec, target: Target, params: LikelihoodParams, info: dict
-):
-    """The paper's stick-breaking slice step (one-parameter IBP): represent the sticks above the
-    slice, then the Gibbs pass of ``Z`` in decreasing-stick order. Returns the view it used."""
-    keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
-    w.resize(rng, keep, new_pi.size, spec.lam0)
-    w.pi = np.concatenate([w.pi[keep], new_pi])
-    order = ibp.scan_order(w.pi)
-    w.resize(rng, order, 0, spec.lam0)
-    w.pi = w.pi[order]
-    counts = w.Z.sum(axis=0).astype(np.int64)
-    room = ibp.room(int(np.count_nonzero(counts)), spec.max_dims)
-    view = target.view(w, params)
-    info["z_flips"] = int(view.gibbs_z(rng, w, counts, room))
-    info["slice"] = s
-    info["new_dims"] = int(new_pi.size)
-    return view
-
-
 def _ibp_steps(
     rng: np.random.Generator, w: Work, state: ChainState, spec: ModelSpec, target: Target, info: dict
 ) -> View:
     """The updates of ``Z`` and its prior's own variables; returns the likelihood view they used."""
     N = w.X.shape[0]
     params = state.params
-    prior = spec.prior(w.ibp_beta)
-    # A learned ibp_beta is held at 1 (the one-parameter sweep) for the first `ibp_beta_warmup`
-    # sweeps: the all-on start is no evidence about it (docs/sampler.md section 10). Kept
-    # samples must come after the warm-up.
-    warming = spec.ibp_beta is None and state.sweep < spec.ibp_beta_warmup
-    if spec.stick_breaking or warming:
-        view = _slice_step(rng, w, spec, target, params, info)
-    else:
-        # The two-parameter IBP has no stick-breaking slice step: Z is updated by the
-        # exchangeable moves below alone (the flips for the dimensions other rows use, the
-        # singleton births and deaths for the rest), which work with the sticks integrated out.
+    prior = spec.z_prior.at(w.z_state)
+    view, own = prior.update_z(rng, w, state.sweep, lambda: target.view(w, params), spec.lam0, spec.max_dims)
+    info.update(own)
+    if view is None:
+        # A prior without a step of its own (the two-parameter IBP, the gamma-Poisson): Z is
+        # updated by the exchangeable moves below alone (the flips for the dimensions other
+        # rows use, the singleton births and deaths for the rest), which work with the
+        # prior's weights integrated out.
         view = target.view(w, params)
     if spec.moves:
         # The moves work with the sticks integrated out: drop the inactive dimensions (exact
@@ -282,9 +257,7 @@ def _ibp_steps(
     if spec.fixed_alpha is None:
         a, b = spec.alpha_prior
         w.alpha = prior.update_alpha(rng, w.Z.shape[1], N, a, b)
-    if spec.ibp_beta is None and not warming:
-        counts = w.Z.sum(axis=0)
-        w.ibp_beta = update_beta(rng, counts, N, w.alpha, w.ibp_beta, spec.ibp_beta_prior)
+    w.z_state = prior.update_state(rng, w, state.sweep)
     return view
 
 
@@ -301,6 +274,6 @@ def _step(
     Y, params, ll = view.finish(rng, w, state.params)
     new = ChainState(
         w.X, w.Z, w.pi, float(w.alpha), w.W, w.zeta, w.mu, w.Sigma, float(w.eta), Y, params,
-        float(ll), state.sweep + 1, float(w.ibp_beta),
+        float(ll), state.sweep + 1, w.z_state,
     )  # fmt: skip
     return new, SweepInfo(k_plus=new.k_plus, n_components=int(w.zeta.max()) + 1, **info)

@@ -58,7 +58,10 @@ class SweepConfig:
     alpha_prior: tuple[float, float]
     fixed_alpha: float | None
     eta_prior: tuple[float, float]
-    ibp_beta: float
+    #: The prior's (:meth:`ibp_rflvm.priors.FeaturePrior.on_device`): the second parameter of
+    #: the sticks' ``Beta(m, N - m + sticks)``, ``E[K+] / alpha`` and the singleton rate per
+    #: unit ``alpha``.
+    sticks: float
     harmonic: float
     new_rate_per_alpha: float
     #: ``"ess"`` or ``"mh"`` (:attr:`ibp_rflvm.state.ModelSpec.frequency_update`).
@@ -81,7 +84,8 @@ class DeviceState(NamedTuple):
     params: LikelihoodParams
     loglik: jax.Array
     sweep: jax.Array
-    ibp_beta: jax.Array
+    #: The prior on ``Z``'s own variables (``ChainState.z_state``), constant on the device.
+    z_state: dict
 
 
 class DeviceInfo(NamedTuple):
@@ -229,7 +233,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
             )
         X, Z, P, ll, W, mu, Sigma = zs
         active = jnp.any(Z, axis=0)
-        pi = zmoves.draw_sticks(k_pi, Z, st.ibp_beta)
+        pi = zmoves.draw_sticks(k_pi, Z, cfg.sticks)
         if cfg.fixed_alpha is None:
             a, b = cfg.alpha_prior
             k_plus = jnp.sum(active)
@@ -268,7 +272,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     const = dlik.row_constants(dparams, data)
     ll = dlik.row_loglik(rows_times(Phi, dparams.beta, cfg), slice(None), const, dparams, data)
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
-    new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
+    new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.z_state)
     new = canonical(new, active)
     # The first row whose log-likelihood is not finite: at the sweep's start if any (the
     # origin: a bad row's NaN spreads through the weights to every row), else at its end.

@@ -20,7 +20,7 @@ Generator in a fixed order, so a seed fixes the chain.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -45,14 +45,15 @@ class Work:
     Sigma: np.ndarray
     eta: float
     Y: np.ndarray | None
-    ibp_beta: float = 1.0
+    #: The prior on ``Z``'s own chain variables (``ChainState.z_state``).
+    z_state: dict = field(default_factory=dict)
 
     @classmethod
     def copy_of(cls, state: ChainState) -> Work:
         return cls(
             state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
             state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta,
-            None if state.Y is None else state.Y.copy(), state.ibp_beta,
+            None if state.Y is None else state.Y.copy(), dict(state.z_state),
         )  # fmt: skip
 
     @property
