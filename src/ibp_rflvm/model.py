@@ -272,8 +272,10 @@ def _step(
     info["w_accepted"], info["w_moved"] = (int(v) for v in view.update_w(rng, w))
     w.zeta, w.mu, w.Sigma, w.eta = dp_mixture.dp_step(rng, w.W, w.zeta, w.eta, spec.lam0, *spec.eta_prior)
     Y, params, ll = view.finish(rng, w, state.params)
+    # The dense model has no prior on Z and so no variables of one (a state resumed from an
+    # older checkpoint holds the IBP's, which every chain then stored).
     new = ChainState(
         w.X, w.Z, w.pi, float(w.alpha), w.W, w.zeta, w.mu, w.Sigma, float(w.eta), Y, params,
-        float(ll), state.sweep + 1, w.z_state,
+        float(ll), state.sweep + 1, w.z_state if spec.ibp else {},
     )  # fmt: skip
     return new, SweepInfo(k_plus=new.k_plus, n_components=int(w.zeta.max()) + 1, **info)
