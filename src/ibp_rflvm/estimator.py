@@ -134,10 +134,20 @@ class IBPRFLVM(_RFLVMBase):
         return self.init_dims
 
     def _z_prior(self) -> FeaturePrior:
-        if self.z_prior not in Z_PRIORS:
-            raise ValueError(f"z_prior must be one of {list(Z_PRIORS)}; got {self.z_prior!r}")
         beta, beta_prior = self._ibp_beta()
         rate = check_positive("z_prior_rate", self.z_prior_rate)
+        if not isinstance(self.z_prior, str) and callable(getattr(self.z_prior, "update_z", None)):
+            # A prior object holds its own hyperparameters: the named priors' must stay unset.
+            if (beta, beta_prior, rate) != (1.0, (1.0, 1.0), 1.0):
+                raise ValueError(
+                    f"z_prior={self.z_prior!r} holds its own hyperparameters: leave ibp_beta, "
+                    "ibp_beta_prior and z_prior_rate at their defaults"
+                )
+            return self.z_prior
+        if self.z_prior not in Z_PRIORS:
+            raise ValueError(
+                f"z_prior must be one of {list(Z_PRIORS)} or a FeaturePrior; got {self.z_prior!r}"
+            )
         return make_prior(self.z_prior, beta, beta_prior, rate)
 
     def _max_dims(self) -> int | None:
