@@ -1,6 +1,6 @@
 """The types every layer shares: the model's settings (:class:`ModelSpec`), the training data
-(:class:`Data`), one state of a chain (:class:`ChainState`) and what a sweep's moves did
-(:class:`MoveCounts`)."""
+(:class:`Data`), one state of a chain (:class:`ChainState`) and what a sweep did
+(:class:`SweepInfo`, its moves' counts one :class:`MoveCounts`)."""
 
 from __future__ import annotations
 
@@ -203,11 +203,11 @@ class ChainState:
 
 
 class MoveCounts(NamedTuple):
-    """What a sweep's moves did, the one definition of the per-sweep counts: the host's sweep
-    reports them in :class:`ibp_rflvm.model.SweepInfo`, the device's holds them in
-    ``DeviceInfo.moves`` (as device scalars), and the record keeps them (0 for a move the sweep
-    does not run). One sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves` holds each
-    as a ``chains x sweeps`` array.
+    """What a sweep's moves did, the one definition of the per-sweep counts: both backends'
+    sweeps report them in :attr:`SweepInfo.moves` (the device's first in ``DeviceInfo.moves``,
+    as device scalars), and the record keeps them (0 for a move the sweep does not run). One
+    sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves` holds each as a
+    ``chains x sweeps`` array.
 
     ``z_flips``: entries of ``Z`` the slice step's Gibbs pass changed, ``new_dims``: the
     dimensions it added; ``flips``: accepted joint ``(z, x)`` flips; ``transfers`` and
@@ -236,11 +236,41 @@ class MoveCounts(NamedTuple):
     w_moved: int
 
     @classmethod
-    def of(cls, info) -> MoveCounts:
-        """The counts of one sweep's info (a :class:`~ibp_rflvm.model.SweepInfo`), as ints."""
-        return cls(*(int(getattr(info, name)) for name in cls._fields))
-
-    @classmethod
     def zeros(cls, zero) -> MoveCounts:
         """Every count `zero` (a device scalar, for a sweep that fills in what it runs)."""
         return cls(*([zero] * len(cls._fields)))
+
+
+@dataclass(frozen=True)
+class MoveSeconds:
+    """Wall seconds of each dimension move in one sweep (for the benchmarks' per-move shares)."""
+
+    flips: float = 0.0
+    transfers: float = 0.0
+    absorbs: float = 0.0
+    singletons: float = 0.0
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """What one sweep did, on either backend: ``K+`` and the mixture's components after it, its
+    moves' :class:`MoveCounts` (each also read as the info's own attribute: ``info.births``),
+    the slice step's level (NaN: no slice step) and the dimension moves' wall seconds."""
+
+    k_plus: int
+    n_components: int
+    moves: MoveCounts
+    slice: float = math.nan
+    seconds_moves: MoveSeconds = field(default_factory=MoveSeconds)
+
+    def __getattr__(self, name: str):
+        # Only reached for names the dataclass lacks: the counts, which live in `moves` alone.
+        if name in MoveCounts._fields:
+            return getattr(self.moves, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def recorded(self) -> SweepInfo:
+        """The info the chain's record keeps: this one (a tempered sweep's is its cold level's),
+        as ``ChainState.recorded`` is the state it keeps."""
+        return self

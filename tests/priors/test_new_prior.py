@@ -56,8 +56,8 @@ class GridBetaIBP:
     def needs_moves(self):
         return f"z_prior={self.name!r} updates Z by the dimension moves (it has no slice step)"
 
-    def update_z(self, rng, w, sweep, view_of, lam0, max_dims):
-        return None, {}
+    def update_z(self, rng, w, sweep, view_of, lam0, max_dims, moves):
+        return None, moves, float("nan")
 
     def update_state(self, rng, w, sweep):
         counts = w.Z.sum(axis=0)

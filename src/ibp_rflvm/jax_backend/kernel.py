@@ -22,7 +22,7 @@ import numpy as np
 from .. import blocks
 from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
-from ..state import ChainState, Data, ModelSpec
+from ..state import ChainState, Data, ModelSpec, MoveCounts, SweepInfo
 from ..targets.factorised import FactorisedTarget
 from . import jax, programs
 from .likelihoods_more import for_likelihood
@@ -118,12 +118,12 @@ def to_host(st: DeviceState, dlik) -> ChainState:
     )  # fmt: skip
 
 
-def info_of(info: DeviceInfo) -> dict[str, int]:
-    """A device sweep's info read back: ``K+``, the components and the move counts as plain ints
-    (fields of :class:`ibp_rflvm.model.SweepInfo`)."""
+def info_of(info: DeviceInfo) -> SweepInfo:
+    """A device sweep's info read back as the host's: ``K+``, the components and the move
+    counts as plain ints (the device runs no slice step)."""
     info = jax.device_get(info)
-    return {"k_plus": int(info.k_plus), "n_components": int(info.n_components),
-            **{k: int(v) for k, v in info.moves._asdict().items()}}  # fmt: skip
+    moves = MoveCounts(*(int(v) for v in info.moves))
+    return SweepInfo(int(info.k_plus), int(info.n_components), moves)
 
 
 def check_finite(row: int, sweep: int, state: ChainState, target) -> None:
@@ -302,7 +302,7 @@ class DeviceSweepTarget:
     def run(self, rng: np.random.Generator, state: ChainState, n: int):
         """`n` sweeps on the device, with the keys `n` calls of :meth:`step` would draw (one
         each from `rng`), in calls of at most :data:`RUN_LENGTH`; returns the last state and
-        each sweep's ``(Traces, counts)``, the counts a dict of the sweep info's fields."""
+        each sweep's ``(Traces, SweepInfo)``."""
         where = self.placement()
         st = self.device_state(state, where)
         calls = []

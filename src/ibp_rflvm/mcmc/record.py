@@ -60,10 +60,10 @@ class ChainRecord:
 
     def add(self, state: ChainState, info, keep: bool) -> None:
         """Append `state`'s traces and its sweep's move counts (`info`: the sweep's; its
-        ``recorded`` :class:`~ibp_rflvm.model.SweepInfo` is the recorded state's) and, with
+        ``recorded`` :class:`~ibp_rflvm.state.SweepInfo` is the recorded state's) and, with
         `keep`, the state as a sample."""
         info = info.recorded
-        self.moves.append(MoveCounts.of(info))
+        self.moves.append(info.moves)
         self.n_active.append(info.k_plus)
         self.loglik.append(state.loglik)
         self.alpha.append(state.alpha)

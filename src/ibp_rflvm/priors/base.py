@@ -83,12 +83,12 @@ class FeaturePrior(Protocol):
         them; None when the prior's own :meth:`update_z` moves ``Z`` on its own."""
 
     def update_z(
-        self, rng: np.random.Generator, w, sweep: int, view_of, lam0: float, max_dims: int | None
-    ) -> tuple[object | None, dict]:
+        self, rng: np.random.Generator, w, sweep: int, view_of, lam0: float, max_dims: int | None, moves
+    ) -> tuple[object | None, object, float]:
         """The prior's own step of ``Z`` (on the sweep's working state `w`, at sweep number
-        `sweep`), before the dimension moves: ``(view, counts)``, the likelihood view it used
-        (from ``view_of()``) and the :class:`~ibp_rflvm.state.MoveCounts` fields it sets (and
-        ``slice``); ``(None, {})`` when it has none."""
+        `sweep`), before the dimension moves: ``(view, moves, slice)``, the likelihood view it
+        used (from ``view_of()``), the sweep's :class:`~ibp_rflvm.state.MoveCounts` `moves`
+        with its own counts set, and its slice level; ``(None, moves, nan)`` when it has none."""
 
     def update_state(self, rng: np.random.Generator, w, sweep: int) -> dict[str, float]:
         """The prior's chain variables after the sweep's update of ``Z`` and ``alpha``."""

@@ -157,9 +157,9 @@ class GammaPoisson:
         """Always: it has no slice step, ``Z`` moves by the dimension moves alone."""
         return f"z_prior={self.name!r} updates Z by the dimension moves (it has no slice step)"
 
-    def update_z(self, rng, w, sweep: int, view_of, lam0: float, max_dims: int | None) -> tuple[None, dict]:
+    def update_z(self, rng, w, sweep: int, view_of, lam0: float, max_dims: int | None, moves):
         """No step of its own: ``Z`` moves by the dimension moves."""
-        return None, {}
+        return None, moves, math.nan
 
     def update_state(self, rng: np.random.Generator, w, sweep: int) -> dict[str, float]:
         """Nothing to update."""

@@ -125,14 +125,17 @@ class IndianBuffet:
         return self.learned and sweep < self.beta_warmup
 
     def update_z(
-        self, rng: np.random.Generator, w, sweep: int, view_of: Callable, lam0: float, max_dims: int | None
-    ) -> tuple[object | None, dict]:
+        self, rng: np.random.Generator, w, sweep: int, view_of: Callable, lam0: float, max_dims: int | None,
+        moves,
+    ) -> tuple[object | None, object, float]:
         """The paper's stick-breaking slice step (the one-parameter IBP, and a learned ``beta``
         while it is held at 1): represent the sticks above the slice, then the Gibbs pass of
-        ``Z`` in decreasing-stick order. ``(view, counts)``: the view it used (``view_of()``)
-        and what it did; ``(None, {})`` for the two-parameter IBP, which has no such step."""
+        ``Z`` in decreasing-stick order. ``(view, moves, slice)``: the view it used
+        (``view_of()``), `moves` (the sweep's ``MoveCounts``) with the entries it changed and
+        the dimensions it added, and the slice level; ``(None, moves, nan)`` for the
+        two-parameter IBP, which has no such step."""
         if self.needs_moves() is not None and not self._warming(sweep):
-            return None, {}
+            return None, moves, math.nan
         keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
         w.resize(rng, keep, new_pi.size, lam0)
         w.pi = np.concatenate([w.pi[keep], new_pi])
@@ -143,7 +146,7 @@ class IndianBuffet:
         room = ibp.room(int(np.count_nonzero(counts)), max_dims)
         view = view_of()
         z_flips = int(view.gibbs_z(rng, w, counts, room))
-        return view, {"z_flips": z_flips, "slice": s, "new_dims": int(new_pi.size)}
+        return view, moves._replace(z_flips=z_flips, new_dims=int(new_pi.size)), s
 
     def update_state(self, rng: np.random.Generator, w, sweep: int) -> dict[str, float]:
         """A learned ``beta``'s slice-sampling update given ``Z`` and ``alpha`` (none while it

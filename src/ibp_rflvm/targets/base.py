@@ -20,7 +20,7 @@ Generator in a fixed order, so a seed fixes the chain.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import fields
 from typing import Protocol
 
 import numpy as np
@@ -31,30 +31,24 @@ from ..samplers.dimension_moves import RowTarget
 from ..state import ChainState, Data
 
 
-@dataclass
 class Work:
-    """Mutable copies of a state's arrays, owned by one sweep."""
+    """A sweep's mutable copy of a :class:`~ibp_rflvm.state.ChainState`: the state's fields as
+    attributes, its arrays and the prior's variables copied, so that the moves update them in
+    place and the state the sweep was given stays as it was. :meth:`to_state` is the state it
+    has become."""
 
-    X: np.ndarray
-    Z: np.ndarray
-    pi: np.ndarray
-    alpha: float
-    W: np.ndarray
-    zeta: np.ndarray
-    mu: np.ndarray
-    Sigma: np.ndarray
-    eta: float
-    Y: np.ndarray | None
-    #: The prior on ``Z``'s own chain variables (``ChainState.z_state``).
-    z_state: dict = field(default_factory=dict)
+    def __init__(self, state: ChainState) -> None:
+        for f in fields(state):
+            value = getattr(state, f.name)
+            setattr(self, f.name, value.copy() if isinstance(value, np.ndarray | dict) else value)
 
     @classmethod
     def copy_of(cls, state: ChainState) -> Work:
-        return cls(
-            state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
-            state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta,
-            None if state.Y is None else state.Y.copy(), dict(state.z_state),
-        )  # fmt: skip
+        return cls(state)
+
+    def to_state(self, **changes) -> ChainState:
+        """The state these fields make, with `changes` (the sweep's new values of the others)."""
+        return ChainState(**{**{f.name: getattr(self, f.name) for f in fields(ChainState)}, **changes})
 
     @property
     def H(self) -> np.ndarray:
