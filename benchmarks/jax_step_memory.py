@@ -40,7 +40,7 @@ def abstract(n: int, j: int):
     state = DeviceState(
         X=s(n, WIDTH), Z=s(n, WIDTH, dtype=bool), pi=s(WIDTH), alpha=s(), W=s(M, WIDTH),
         zeta=s(M, dtype=jnp.int32), mu=s(M, WIDTH), Sigma=s(M, WIDTH, WIDTH), eta=s(),
-        params=LikelihoodParams(beta=s(L, j), r=s(j)), loglik=s(), sweep=s(dtype=jnp.int64),
+        Y=None, params=LikelihoodParams(beta=s(L, j), r=s(j)), loglik=s(), sweep=s(dtype=jnp.int64),
         z_state={"ibp_beta": s()},
     )  # fmt: skip
     data = DeviceData(s(n, j, dtype=jnp.float32), s(n))

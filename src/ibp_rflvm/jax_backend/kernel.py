@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -97,7 +97,7 @@ def to_device(state: ChainState, cfg: SweepConfig, dlik) -> DeviceState:
     return DeviceState(
         jnp.asarray(X), jnp.asarray(Z), jnp.asarray(pi), f64(state.alpha), jnp.asarray(W),
         jnp.asarray(state.zeta.astype(np.int32)), jnp.asarray(mu), jnp.asarray(Sigma), f64(state.eta),
-        dlik.device_params(state.params), f64(state.loglik), jnp.asarray(state.sweep, dtype=jnp.int64),
+        None, dlik.device_params(state.params), f64(state.loglik), jnp.asarray(state.sweep, dtype=jnp.int64),
         {k: f64(v) for k, v in state.z_state.items()},
     )  # fmt: skip
 
@@ -272,8 +272,9 @@ class DeviceSweepTarget:
     def device_state(self, state: ChainState, where: Placement) -> DeviceState:
         st = to_device(state, self.cfg, self.dlik)
         row_fields = ("X", "Z")
-        return DeviceState(*(jax.device_put(v, where.rows if name in row_fields else where.replicated)
-                             for name, v in zip(DeviceState._fields, st, strict=True)))  # fmt: skip
+        placed = {f.name: jax.device_put(getattr(st, f.name), where.rows if f.name in row_fields
+                                         else where.replicated) for f in fields(st)}  # fmt: skip
+        return DeviceState(**placed)
 
     def start_positions(self, k: int) -> np.ndarray:
         return self.host.start_positions(k)
