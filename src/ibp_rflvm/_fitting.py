@@ -36,7 +36,7 @@ from .mcmc.tempering import ladder_for, run_tempered
 from .model import ChainState, Data, ModelSpec
 from .posterior import Posterior, ordered_latent
 from .predictive import PredictiveMixin, new_rows
-from .priors import FeaturePrior, IndianBuffet
+from .priors import FeaturePrior, default_prior
 from .stacking import COMBINE, chain_weights
 from .state import FREQUENCY_UPDATES
 from .summaries.mixin import LatentSummaryMixin
@@ -84,9 +84,8 @@ class _RFLVMBase(
         return None
 
     def _z_prior(self) -> FeaturePrior:
-        """The prior on ``Z`` (used where the model has one): the one-parameter IBP unless
-        overridden."""
-        return IndianBuffet()
+        """The prior on ``Z`` (used where the model has one): the default unless overridden."""
+        return default_prior()
 
     def _spec(self) -> ModelSpec:
         if not isinstance(self.likelihood, str):

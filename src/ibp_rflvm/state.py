@@ -14,7 +14,7 @@ import numpy as np
 from .features import feature_map
 from .likelihoods.base import LikelihoodParams, Prepared
 from .likelihoods.gaussian import GaussianLikelihood, GaussianPrior
-from .priors import FeaturePrior, IndianBuffet, legacy_state, make_prior
+from .priors import FeaturePrior, default_prior, legacy_state, make_prior
 
 #: The frequencies' moves (:attr:`ModelSpec.frequency_update`).
 FREQUENCY_UPDATES = ("ess", "mh")
@@ -76,7 +76,7 @@ class ModelSpec:
     scaled_start: bool = True
     max_dims: int | None = None
     backend: str = "numba"
-    z_prior: FeaturePrior | str | None = field(default_factory=IndianBuffet)
+    z_prior: FeaturePrior | str | None = field(default_factory=default_prior)
     frequency_update: str = "ess"
 
     def __post_init__(self) -> None:

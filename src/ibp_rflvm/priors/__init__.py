@@ -75,6 +75,11 @@ def make_prior(
     raise ValueError(f"z_prior must be one of {list(Z_PRIORS)}; got {name!r}")
 
 
+def default_prior() -> FeaturePrior:
+    """The model's prior on ``Z`` unless one is chosen: the paper's one-parameter IBP."""
+    return IndianBuffet()
+
+
 def legacy_state(tree: dict) -> dict:
     """A chain state's checkpoint tree with the prior's variables that an earlier version stored
     beside the state's arrays moved into ``z_state``."""
@@ -89,5 +94,5 @@ def legacy_state(tree: dict) -> dict:
 
 __all__ = [
     "FeaturePrior", "GammaPoisson", "IndianBuffet", "LEGACY_SETTINGS", "RENAMED_TRACES", "Z_PRIORS",
-    "legacy_state", "make_prior",
+    "default_prior", "legacy_state", "make_prior",
 ]  # fmt: skip

@@ -87,13 +87,13 @@ class View(Protocol):
         self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
         prior,
     ) -> tuple[int, int]:
-        """Row transfers between aligned dimensions (a binary prior on ``Z``); ``(proposed, accepted)``."""
+        """Row transfers between aligned dimensions (a count moves whole); ``(proposed, accepted)``."""
 
     def absorbs(
         self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
         prior,
     ) -> tuple[int, int]:
-        """Absorb/emit between aligned dimensions (a binary prior on ``Z``); ``(proposed, accepted)``."""
+        """Absorb/emit between aligned dimensions (with the prior's ratio); ``(proposed, accepted)``."""
 
     @property
     def row_target(self) -> RowTarget:
