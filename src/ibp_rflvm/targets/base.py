@@ -74,8 +74,14 @@ class Work:
 class View(Protocol):
     """The likelihood at one working state, for the moves of one sweep."""
 
-    def gibbs_z(self, rng: np.random.Generator, w: Work, counts: np.ndarray, room: np.ndarray) -> int:
-        """The slice sampler's Gibbs pass of every ``z_id`` (dimensions in ``w``'s order)."""
+    def gibbs_z(
+        self, rng: np.random.Generator, w: Work, counts: np.ndarray, room: np.ndarray, odds,
+        weights: np.ndarray,
+    ) -> int:
+        """A Gibbs pass of every ``z_id`` (dimensions in ``w``'s order) with the prior's
+        conditional log odds ``odds(weights, counts, d, z_cur)``, a compiled function handed
+        over as ``FeaturePrior.log_ratio`` is (the IBP's slice step passes its sticks' odds);
+        `room` caps ``K+``. The number of entries changed."""
 
     def flips(
         self, rng: np.random.Generator, w: Work, counts: np.ndarray, q_sd: float, prior
