@@ -55,7 +55,7 @@ def build(rows: int, cols: int, kept: int, dims: int = 12, seed: int = 0) -> Pos
     sweeps = 2 * kept
     record = ChainRecord(
         n_active=[dims] * sweeps, loglik=[0.0] * sweeps, alpha=[1.0] * sweeps, eta=[1.0] * sweeps,
-        n_components=[1] * sweeps, ibp_beta=[1.0] * sweeps, samples=samples,
+        n_components=[1] * sweeps, z_traces={"ibp_beta": [1.0] * sweeps}, samples=samples,
     )  # fmt: skip
     template = small.posterior_
     data = Data.from_array(Y, spec.likelihood)

@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_limits
 from ibp_rflvm import model
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.priors import IndianBuffet
 
 
 def breast_cancer() -> np.ndarray:
@@ -58,7 +59,10 @@ def time_sweeps(
     Y[rng.random(Y.shape) < 0.2] = np.nan  # the evaluation protocol's 20% hold-out
     lik = make_likelihood(likelihood)
     data = model.Data.from_array(Y, lik)
-    spec = model.ModelSpec(n_frequencies=50, ibp=ibp_on, n_dims=n_dims, bias=lik.default_bias, likelihood=lik)
+    spec = model.ModelSpec(
+        n_frequencies=50, z_prior=IndianBuffet() if ibp_on else None, n_dims=n_dims, bias=lik.default_bias,
+        likelihood=lik,
+    )
     with threadpool_limits(limits=1, user_api="blas"):
         state = model.init_state(rng, data, spec)
         state, _ = model.sweep(rng, state, data, spec)  # warm-up and compilation

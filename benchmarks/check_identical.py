@@ -8,7 +8,9 @@ Run by hand before and after a change that must not change the chains:
 The data have 600 rows (several of the sweep's row blocks) and 25 columns, 20% of the entries
 unobserved. For each of the six likelihoods it fits the IBP-RFLVM under the paper's and the
 default sampler and the dense RFLVM; then a checkpointed-and-resumed fit, a 2-thread fit and
-a tempered (replica-exchange) fit. ``compare`` reports, per array (traces, the final state's
+a tempered (replica-exchange) fit; gamma-Poisson fits (counts in ``Z``) of a Gaussian and a
+count likelihood, one learning the IBP's ``ibp_beta``, and a small ``backend="jax"`` fit of a
+count likelihood (CPU unless JAX sees a device). ``compare`` reports, per array (traces, the final state's
 ``X``, ``Z``, ``W`` and weights, ``latent_``), whether it is bit-identical, and the largest
 difference otherwise. ``--rows`` changes the number of rows (60 for a quick look).
 """
@@ -89,6 +91,20 @@ def fits(n_rows: int) -> dict[str, np.ndarray]:
     est = IBPRFLVM(n_frequencies=8, n_iter=6, n_threads=1, n_replicas=3, random_state=9).fit(Y)
     _record(out, "gaussian/tempered", est)
     out["gaussian/tempered/swap_rates"] = np.asarray(est.swap_rates_)
+    # The gamma-Poisson prior on Z, and the two-parameter IBP with ibp_beta learned.
+    for lik in ("gaussian", "poisson"):
+        Y, params = data_for(lik, np.random.default_rng(7), n_rows)
+        kw = dict(common, likelihood=lik, likelihood_params=params)
+        est = IBPRFLVM(z_prior="gamma-poisson", random_state=10, **kw).fit(Y)
+        _record(out, f"{lik}/gamma-poisson", est)
+    Y, params = data_for("negbinom", np.random.default_rng(7), n_rows)
+    est = IBPRFLVM(likelihood="negbinom", ibp_beta=None, random_state=11, **common).fit(Y)
+    _record(out, "negbinom/ibp-beta-learned", est)
+    out["negbinom/ibp-beta-learned/ibp_beta"] = np.asarray(est.ibp_beta_)
+    # The JAX backend at a small size (its sweep is one compiled program).
+    Y, params = data_for("poisson", np.random.default_rng(7), min(n_rows, 120))
+    est = IBPRFLVM(likelihood="poisson", backend="jax", random_state=12, **dict(common, n_iter=4)).fit(Y)
+    _record(out, "poisson/jax", est)
     return out
 
 

@@ -40,13 +40,14 @@ def abstract(n: int, j: int):
     state = DeviceState(
         X=s(n, WIDTH), Z=s(n, WIDTH, dtype=bool), pi=s(WIDTH), alpha=s(), W=s(M, WIDTH),
         zeta=s(M, dtype=jnp.int32), mu=s(M, WIDTH), Sigma=s(M, WIDTH, WIDTH), eta=s(),
-        params=LikelihoodParams(beta=s(L, j), r=s(j)), loglik=s(), sweep=s(dtype=jnp.int64), ibp_beta=s(),
+        Y=None, params=LikelihoodParams(beta=s(L, j), r=s(j)), loglik=s(), sweep=s(dtype=jnp.int64),
+        z_state={"ibp_beta": s()},
     )  # fmt: skip
     data = DeviceData(s(n, j, dtype=jnp.float32), s(n))
     cfg = SweepConfig(
         dlik=NegBinomDevice(row_groups=row_groups(n)), bias=True, M=M, width=WIDTH, ibp=True, moves=True,
         flip_scale=0.2, transfer_min_cos=0.3, absorb_min_cos=0.3, pairs_per_dim=1.0, lam0=1.0,
-        alpha_prior=(1.0, 1.0), fixed_alpha=None, eta_prior=(1.0, 1.0), ibp_beta=1.0,
+        alpha_prior=(1.0, 1.0), fixed_alpha=None, eta_prior=(1.0, 1.0), sticks=1.0,
         harmonic=ibp.harmonic(n), new_rate_per_alpha=1.0 / n,
     )  # fmt: skip
     return s(RUN_LENGTH, 2, dtype=jnp.uint32), state, data, cfg

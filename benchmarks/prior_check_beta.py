@@ -36,6 +36,7 @@ from scipy import stats
 from ibp_rflvm import model
 from ibp_rflvm.baselines import IBPLinearFactorModel
 from ibp_rflvm.diagnostics import batch_mean_se
+from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import ibp
 
 N, ALPHA = 10, 2.0
@@ -54,7 +55,7 @@ def run_sweep(seed: int, n_sweeps: int, beta: float, path: str, settings: dict) 
     use_lik = path == "gaussian"
     data = model.Data.from_array(np.zeros((N, 0 if use_lik else 1)))
     spec = model.ModelSpec(
-        n_frequencies=3, fixed_alpha=ALPHA, use_likelihood=use_lik, ibp_beta=beta, **settings
+        n_frequencies=3, fixed_alpha=ALPHA, use_likelihood=use_lik, z_prior=IndianBuffet(beta), **settings
     )
     state = model.init_state(rng, data, spec)
     k_plus = np.empty(n_sweeps, dtype=np.int64)

@@ -38,6 +38,7 @@ from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.datasets import load
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.predictive import heldout_shares
+from ibp_rflvm.priors import IndianBuffet
 
 THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
 #: Shares of the gain over no latent dimensions (the default effective count is at 0.05).
@@ -56,7 +57,8 @@ class _Estimator(IBPRFLVM):
     def _spec(self):
         return replace(
             super()._spec(), transfer_min_cos=self.transfer_min_cos, flip_scale=self.flip_scale,
-            absorb_min_cos=self.absorb_min_cos, ibp_beta_warmup=self.ibp_beta_warmup,
+            absorb_min_cos=self.absorb_min_cos,
+            z_prior=IndianBuffet(self.ibp_beta, tuple(self.ibp_beta_prior), self.ibp_beta_warmup),
         )
 
 

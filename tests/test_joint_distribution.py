@@ -15,7 +15,7 @@ from scipy import special, stats
 
 from ibp_rflvm import model
 from ibp_rflvm.diagnostics import batch_mean_se
-from ibp_rflvm.priors import GammaPoisson
+from ibp_rflvm.priors import GammaPoisson, IndianBuffet
 from ibp_rflvm.priors.gamma_poisson import count_log_ratio, walk_log_q_ratio
 from ibp_rflvm.samplers import ibp
 
@@ -48,8 +48,9 @@ def _successive_conditional(spec, n_sweeps, seed=0):
         out["transfers"].append(info.transfers)
         out["absorbs"].append(info.absorbs)
         out["alpha"].append(state.alpha)
-        out["ibp_beta"].append(state.ibp_beta)
-        out["log_ibp_beta"].append(math.log(state.ibp_beta))
+        beta = state.z_state.get("ibp_beta", 1.0)
+        out["ibp_beta"].append(beta)
+        out["log_ibp_beta"].append(math.log(beta))
         out["eta"].append(state.eta)
         out["k_plus"].append(state.k_plus)
         out["z_row"].append(state.Z.sum(axis=1).mean())
@@ -70,12 +71,12 @@ def _expected(spec):
         "beta2": 0.0,
         "w_in": 0.0,
     }
-    if spec.ibp and spec.z_prior == "gamma-poisson":
+    if isinstance(spec.z_prior, GammaPoisson):
         exp["alpha"] = spec.alpha_prior[0] / spec.alpha_prior[1]
-        exp["k_plus"] = exp["alpha"] * math.log1p(N / spec.z_prior_rate)
-        exp["z_row"] = exp["alpha"] / spec.z_prior_rate
-    elif spec.ibp and spec.ibp_beta is None:
-        exp.update(learned_beta_moments(spec.alpha_prior, spec.ibp_beta_prior, N))
+        exp["k_plus"] = exp["alpha"] * math.log1p(N / spec.z_prior.rate)
+        exp["z_row"] = exp["alpha"] / spec.z_prior.rate
+    elif spec.ibp and spec.z_prior.learned_traces:
+        exp.update(learned_beta_moments(spec.alpha_prior, spec.z_prior.beta_prior, N))
     elif spec.ibp and spec.max_dims is not None:
         exp["alpha"], exp["k_plus"] = capped_prior_moments(*spec.alpha_prior, N, spec.max_dims)
     elif spec.ibp:
@@ -105,7 +106,8 @@ def test_gaussian_sweep_gets_it_right(ibp_on, max_dims, pairs_per_dim):
     # pairs_per_dim=0.01: the pair moves visit one aligned pair per sweep, a random one of the
     # several that M = 3 frequencies usually give, so the subset draw is part of the test.
     spec = model.ModelSpec(
-        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), max_dims=max_dims,
+        n_frequencies=M, z_prior=IndianBuffet() if ibp_on else None, n_dims=2, alpha_prior=(2.0, 2.0),
+        max_dims=max_dims,
         pairs_per_dim=pairs_per_dim,
     )
     draws = _successive_conditional(spec, 8000 if ibp_on else 5000)
@@ -122,7 +124,7 @@ def test_gaussian_sweep_gets_it_right_with_beta_learned():
     """The whole default sweep under the two-parameter IBP with ``beta`` learned (no slice step:
     the exchangeable moves update ``Z`` alone), alpha and beta both drawn from their priors."""
     spec = model.ModelSpec(
-        n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), ibp_beta=None, ibp_beta_prior=(2.0, 2.0)
+        n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), z_prior=IndianBuffet(None, (2.0, 2.0))
     )
     draws = _successive_conditional(spec, 8000)
     assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
@@ -156,11 +158,10 @@ class _NoWalkRatio(GammaPoisson):
 
 
 @pytest.mark.slow
-def test_gamma_poisson_joint_test_has_power(monkeypatch):
+def test_gamma_poisson_joint_test_has_power():
     """Leaving out the walk's ``q(0 | 1) / q(1 | 0) = 1/2`` must be seen beyond 6 standard errors
     (the test's bound is 4) on ``K+``, ``alpha`` or a row's total, as long as the test runs."""
-    monkeypatch.setattr(model.ModelSpec, "prior", lambda self, ibp_beta=1.0: _NoWalkRatio())
-    spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), z_prior="gamma-poisson")
+    spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), z_prior=_NoWalkRatio())
     draws = _successive_conditional(spec, 8000)
     expected = _expected(spec)
     z = []

@@ -123,13 +123,19 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         beat ``beta = 1`` on held-out density from every start (:doc:`/sampler`, section 10)."""),
     "ibp_beta_prior": ("tuple of (float, float), default=(1.0, 1.0)", """
         ``(shape, rate)`` of the Gamma prior on ``beta`` when it is learned."""),
-    "z_prior": ('{"ibp", "gamma-poisson"}, default="ibp"', """
+    "z_prior": ('{"ibp", "gamma-poisson"} or FeaturePrior, default="ibp"', """
         The prior on ``Z``, which dimensions each row uses. ``"ibp"``: the paper's Indian buffet
         process, ``z`` in {0, 1}. ``"gamma-poisson"``: the infinite gamma-Poisson feature model
         (Titsias 2007), ``z`` a count that scales the coordinate it switches on
         (``h = z x``); zero still means unused, ``E[K+] = alpha log(1 + N)`` and a row's counts
         sum to ``alpha`` on average (:doc:`/model`). It has no ``ibp_beta``, runs with
-        ``sampler="default"`` and on ``backend="numba"`` only."""),
+        ``sampler="default"`` and on ``backend="numba"`` only. A
+        :class:`~ibp_rflvm.priors.FeaturePrior` object is used as it is, with its own
+        hyperparameters (the named priors' parameters then stay at their defaults)."""),
+    "z_prior_rate": ("float, default=1.0", """
+        The rate ``b`` of the gamma-Poisson prior's gamma law of the dimensions' Poisson rates
+        (``z_prior="gamma-poisson"`` only): ``E[K+] = alpha log(1 + N / b)`` and a row's
+        counts sum to ``alpha / b`` on average."""),
     "n_threads": ("int or None, default=None", """
         Threads for each chain's sweep (None: the CPUs of the process's affinity shared among
         the chains that run at once, at least 1 each). The Polya-gamma likelihoods' row and

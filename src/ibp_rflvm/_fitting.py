@@ -36,6 +36,7 @@ from .mcmc.tempering import ladder_for, run_tempered
 from .model import ChainState, Data, ModelSpec
 from .posterior import Posterior, ordered_latent
 from .predictive import PredictiveMixin, new_rows
+from .priors import FeaturePrior, default_prior
 from .stacking import COMBINE, chain_weights
 from .state import FREQUENCY_UPDATES
 from .summaries.mixin import LatentSummaryMixin
@@ -72,6 +73,9 @@ class _RFLVMBase(
     are functions of it, which the mixins and methods here name."""
 
     _ibp: bool = True
+    #: Fitted attributes ``<name>_`` of the prior's variables that the estimator documents
+    #: whatever its prior, with the constant a fit whose prior lacks the variable reports.
+    _prior_traces: dict = {}
 
     def _n_dims(self) -> int:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -79,13 +83,9 @@ class _RFLVMBase(
     def _max_dims(self) -> int | None:
         return None
 
-    def _ibp_beta(self) -> tuple[float | None, tuple[float, float]]:
-        """``(ibp_beta, its prior)`` for the spec: the one-parameter IBP unless overridden."""
-        return 1.0, (1.0, 1.0)
-
-    def _z_prior(self) -> str:
-        """The prior on ``Z``: the IBP unless overridden."""
-        return "ibp"
+    def _z_prior(self) -> FeaturePrior:
+        """The prior on ``Z`` (used where the model has one): the default unless overridden."""
+        return default_prior()
 
     def _spec(self) -> ModelSpec:
         if not isinstance(self.likelihood, str):
@@ -98,22 +98,13 @@ class _RFLVMBase(
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {sorted(SAMPLERS)}; got {self.sampler!r}")
         paper = self.sampler == "paper"
-        ibp_beta, ibp_beta_prior = self._ibp_beta()
-        if paper and ibp_beta != 1.0:
+        z_prior = self._z_prior() if self._ibp else None
+        if paper and z_prior is not None and (why := z_prior.needs_moves()) is not None:
             raise ValueError(
-                "sampler='paper' is the stick-breaking slice sampler of the one-parameter IBP: "
-                f"it needs ibp_beta=1.0; got {ibp_beta!r}"
-            )
-        z_prior = self._z_prior()
-        if z_prior != "ibp" and (paper or ibp_beta != 1.0):
-            raise ValueError(
-                f"z_prior={z_prior!r} is sampled by the default sampler's moves and has no ibp_beta: "
-                f"it needs sampler='default' and ibp_beta=1.0; got sampler={self.sampler!r}, "
-                f"ibp_beta={ibp_beta!r}"
+                f"sampler='paper' runs no dimension moves, and {why}: it needs sampler='default'"
             )
         return ModelSpec(
             n_frequencies=n_frequencies,
-            ibp=self._ibp,
             n_dims=n_dims,
             bias=lik.default_bias if self.bias is None else bool(self.bias),
             alpha_prior=tuple(self.alpha_prior) if self._ibp else (1.0, 1.0),
@@ -123,12 +114,20 @@ class _RFLVMBase(
             moves=self._ibp and not paper,
             scaled_start=not paper,
             max_dims=self._max_dims(),
-            ibp_beta=ibp_beta,
-            ibp_beta_prior=ibp_beta_prior,
             backend=self.backend,
             z_prior=z_prior,
             frequency_update=self._frequency_update(paper),
         )
+
+    def _prior_attributes(self) -> None:
+        """``<name>_``: the best chain's trace of each of the prior on ``Z``'s own variables."""
+        best = self.best_chain_
+        for name, trace in self.traces_.items():
+            if name in self.posterior_.chains[best].record.z_traces:
+                setattr(self, f"{name}_", trace[best])
+        for name, value in self._prior_traces.items():
+            if name not in self.traces_:
+                setattr(self, f"{name}_", np.full(self.n_active_.shape, value))
 
     def _frequency_update(self, paper: bool) -> str:
         """The frequencies' move: the one asked for, else the sampler's own (the paper's step for
@@ -343,7 +342,7 @@ class _RFLVMBase(
         self.log_likelihood_ = self.traces_["loglik"][self.best_chain_]
         self.alpha_ = self.traces_["alpha"][self.best_chain_]
         self.eta_ = self.traces_["eta"][self.best_chain_]
-        self.ibp_beta_ = self.traces_["ibp_beta"][self.best_chain_]
+        self._prior_attributes()
         self.n_mixture_components_ = self.traces_["n_components"][self.best_chain_]
         self.latent_samples_ = [ordered_latent(smp.H) for smp in best.record.samples]
         self.latent_ = ordered_latent(best.state.H)

@@ -57,8 +57,8 @@ def to_inference_data(
     names = {"k_plus": "n_active", "eta": "eta", "loglik": "loglik", "n_components": "n_components"}
     if posterior.spec.ibp:
         names["alpha"] = "alpha"
-    if _learns_beta(posterior):
-        names["ibp_beta"] = "ibp_beta"
+    for name in _learned(posterior):
+        names[name] = name
     traces = posterior.traces
     draws = {k: traces[v][:, burn:] for k, v in names.items()}
     warmup = {k: traces[v][:, :burn] for k, v in names.items()}
@@ -131,8 +131,8 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     var_names = ["loglik", "k_plus", "eta", "latent_distance"]
     if posterior.spec.ibp:
         var_names.insert(2, "alpha")
-    if _learns_beta(posterior):
-        var_names.insert(3, "ibp_beta")
+    for i, name in enumerate(_learned(posterior)):
+        var_names.insert(3 + i, name)
     draws = {name: idata.posterior[name].values for name in var_names}
     dims = {"latent_distance": ["row_pair"]}
     coords = {"row_pair": idata.posterior["row_pair"].values}
@@ -172,9 +172,9 @@ def halves_as_chains(draws: np.ndarray) -> np.ndarray:
     return np.stack([draws[0, :half], draws[0, draws.shape[1] - half :]])
 
 
-def _learns_beta(posterior: Posterior) -> bool:
-    """Whether the fit learned the IBP's sharing parameter (a fixed one has a constant trace)."""
-    return bool(posterior.spec.ibp and posterior.spec.ibp_beta is None)
+def _learned(posterior: Posterior) -> tuple[str, ...]:
+    """The prior on ``Z``'s variables the fit learned (a fixed one has a constant trace)."""
+    return posterior.spec.z_prior.learned_traces if posterior.spec.ibp else ()
 
 
 def chain_table(posterior: Posterior) -> Any:

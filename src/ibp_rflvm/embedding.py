@@ -275,7 +275,7 @@ def embed_new_rows(
         for i, scale in _spread(chains, n_draws):
             smp = samples[i]
             _, _, block = sample_new_rows(
-                rng, Yn, lik, prep, smp, spec.prior() if spec.ibp else None, spec.bias, n_sweeps, burn_in,
+                rng, Yn, lik, prep, smp, spec.z_prior if spec.ibp else None, spec.bias, n_sweeps, burn_in,
                 block=lambda H, smp=smp: posterior_block(posterior, smp._replace(H=H)),
             )  # fmt: skip
             w = np.sqrt(weights[i] * scale)
@@ -313,7 +313,7 @@ def embed_new_rows_with_std(
                 return np.hstack([block, (block @ loadings) ** 2])
 
             _, _, m = sample_new_rows(
-                rng, Yn, lik, prep, smp, spec.prior() if spec.ibp else None, spec.bias, n_sweeps, burn_in,
+                rng, Yn, lik, prep, smp, spec.z_prior if spec.ibp else None, spec.bias, n_sweeps, burn_in,
                 block=moments,
             )  # fmt: skip
             J = m.shape[1] - n

@@ -16,7 +16,7 @@ from ._fitting import (
     _RFLVMBase,
 )
 from ._validation import check_int, check_positive
-from .priors import Z_PRIORS
+from .priors import Z_PRIORS, FeaturePrior, make_prior
 from .stacking import MAX_ENTRIES
 
 __all__ = ["CAP_BINDS", "IBPRFLVM", "RFLVM", "SAMPLERS", "CapReachedWarning", "ChainsDisagreeWarning"]
@@ -39,7 +39,7 @@ class IBPRFLVM(_RFLVMBase):
             "alpha_prior", "eta_prior", "lam0", "likelihood_params", "bias", "n_chains", "n_jobs",
             "checkpoint_path", "checkpoint_every", "verbose", "sampler", "n_replicas", "replica_top",
             "combine", "stacking_max_entries", "ibp_beta", "ibp_beta_prior", "n_threads", "backend",
-            "devices", "z_prior", "frequency_update",
+            "devices", "z_prior", "z_prior_rate", "frequency_update",
         ],
         """
         RFLVM : The dense model: a fixed number of latent dimensions, every row using all.
@@ -63,6 +63,8 @@ class IBPRFLVM(_RFLVMBase):
     )
 
     _ibp = True
+    # The estimator's parameters and fitted attributes name the IBP's sharing parameter.
+    _prior_traces = {"ibp_beta": 1.0}
 
     def __init__(
         self,
@@ -95,6 +97,7 @@ class IBPRFLVM(_RFLVMBase):
         devices=None,
         z_prior: str = "ibp",
         frequency_update: str | None = None,
+        z_prior_rate: float = 1.0,
     ):
         self.likelihood = likelihood
         self.n_frequencies = n_frequencies
@@ -125,14 +128,27 @@ class IBPRFLVM(_RFLVMBase):
         self.devices = devices
         self.z_prior = z_prior
         self.frequency_update = frequency_update
+        self.z_prior_rate = z_prior_rate
 
     def _n_dims(self) -> int:
         return self.init_dims
 
-    def _z_prior(self) -> str:
+    def _z_prior(self) -> FeaturePrior:
+        beta, beta_prior = self._ibp_beta()
+        rate = check_positive("z_prior_rate", self.z_prior_rate)
+        if not isinstance(self.z_prior, str) and callable(getattr(self.z_prior, "update_z", None)):
+            # A prior object holds its own hyperparameters: the named priors' must stay unset.
+            if (beta, beta_prior, rate) != (1.0, (1.0, 1.0), 1.0):
+                raise ValueError(
+                    f"z_prior={self.z_prior!r} holds its own hyperparameters: leave ibp_beta, "
+                    "ibp_beta_prior and z_prior_rate at their defaults"
+                )
+            return self.z_prior
         if self.z_prior not in Z_PRIORS:
-            raise ValueError(f"z_prior must be one of {list(Z_PRIORS)}; got {self.z_prior!r}")
-        return self.z_prior
+            raise ValueError(
+                f"z_prior must be one of {list(Z_PRIORS)} or a FeaturePrior; got {self.z_prior!r}"
+            )
+        return make_prior(self.z_prior, beta, beta_prior, rate)
 
     def _max_dims(self) -> int | None:
         return None if self.max_dims is None else check_int("max_dims", self.max_dims, 1)
@@ -177,6 +193,7 @@ class RFLVM(_RFLVMBase):
     )
 
     _ibp = False
+    _prior_traces = {"ibp_beta": 1.0}
 
     def __init__(
         self,

@@ -9,10 +9,11 @@ fixes the whole chain. The sweep composes the moves of :mod:`ibp_rflvm.samplers`
 target (:mod:`ibp_rflvm.targets`) for everything that depends on the likelihood; it never asks
 which kind of target it has.
 
-The sweep, in order: the IBP's slice step (the paper's stick-breaking representation, then a
-Gibbs pass of ``Z``); the dimension moves of SPEC 2.2 (joint flips, transfers, absorb/emit,
-singleton births and deaths) with the sticks integrated out; ``pi | Z``, ``alpha`` and (when
-learned) the IBP's ``ibp_beta``; ``X`` by elliptical slice sampling; the frequencies by
+The sweep, in order: the prior on ``Z``'s own step (the IBP's: the paper's stick-breaking
+representation, then a Gibbs pass of ``Z``); the dimension moves of SPEC 2.2 (joint flips,
+transfers, absorb/emit, singleton births and deaths) with the prior's weights integrated out;
+the weights given ``Z``, ``alpha`` and the prior's own variables (a learned IBP ``beta``);
+``X`` by elliptical slice sampling; the frequencies by elliptical slice sampling or
 Metropolis-Hastings; the Dirichlet-process mixture of the frequencies; the likelihood's own
 variables.
 
@@ -25,70 +26,19 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
 from . import blocks
-from .likelihoods.base import LikelihoodParams
-from .samplers import dimension_moves, dp_mixture, ibp
-from .samplers.ibp_beta import update_beta
-from .state import ChainState, Data, ModelSpec
+from .samplers import dimension_moves, dp_mixture
+from .state import ChainState, Data, ModelSpec, MoveCounts, MoveSeconds, SweepInfo
 from .targets import Target, View, Work, make_target
 
 __all__ = [
     "ChainState", "Data", "ModelSpec", "SweepInfo", "SweepKernel", "build_sweep", "init_state",
     "sweep",
 ]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class MoveSeconds:
-    """Wall seconds of each dimension move in one sweep (for the benchmarks' per-move shares)."""
-
-    flips: float = 0.0
-    transfers: float = 0.0
-    absorbs: float = 0.0
-    singletons: float = 0.0
-
-
-@dataclass(frozen=True)
-class SweepInfo:
-    """What one sweep did. Counts are 0 for a step the sweep did not run."""
-
-    #: Active dimensions and mixture components after the sweep.
-    k_plus: int
-    n_components: int
-    #: The slice step: its slice level, the dimensions it added, the ``z_id`` it changed.
-    slice: float = math.nan
-    new_dims: int = 0
-    z_flips: int = 0
-    #: The dimension moves: ``(proposed, accepted)`` joint flips, pair moves and singleton
-    #: births/deaths (a row's proposal), and the singleton dimensions born and removed.
-    flips: int = 0
-    transfers_proposed: int = 0
-    transfers: int = 0
-    absorbs_proposed: int = 0
-    absorbs: int = 0
-    births: int = 0
-    deaths: int = 0
-    flips_proposed: int = 0
-    singletons_proposed: int = 0
-    singletons: int = 0
-    seconds_moves: MoveSeconds = field(default_factory=MoveSeconds)
-    #: Likelihood evaluations of the elliptical slice sampler of ``X``; accepted frequencies
-    #: (the Metropolis-Hastings step's accepted proposals, or the frequencies the elliptical
-    #: slice step updated: every one); the frequencies whose value changed.
-    x_evals: int = 0
-    w_accepted: int = 0
-    w_moved: int = 0
-
-    @property
-    def recorded(self) -> SweepInfo:
-        """The info the chain's record keeps: this one (a tempered sweep's is its cold level's),
-        as ``ChainState.recorded`` is the state it keeps."""
-        return self
 
 
 class SweepKernel(NamedTuple):
@@ -129,15 +79,7 @@ def build_sweep(spec: ModelSpec, target: Target) -> SweepKernel:
     own_step = getattr(target, "step", None)
     if own_step is not None:
 
-        def device_step(rng: np.random.Generator, state: ChainState) -> tuple[ChainState, SweepInfo]:
-            state, counts = own_step(rng, state)
-            return state, SweepInfo(**counts)
-
-        def device_run(rng: np.random.Generator, state: ChainState, n: int):
-            state, steps = target.run(rng, state, n)
-            return state, [(traces, SweepInfo(**counts)) for traces, counts in steps]
-
-        return SweepKernel(init, device_step, device_run)
+        return SweepKernel(init, own_step, target.run)
 
     def step(rng: np.random.Generator, state: ChainState) -> tuple[ChainState, SweepInfo]:
         return _step(rng, state, spec, target)
@@ -180,9 +122,10 @@ def _init(rng: np.random.Generator, spec: ModelSpec, target: Target) -> ChainSta
         # frequencies: at K = 12 the starting features are close to random (SPEC 2.2).
         X *= math.sqrt(min(1.0, 2.0 / K))
     Z = np.ones((X.shape[0], K), dtype=np.int8)
+    # The prior's variables start where its chain starts (a learned IBP beta at 1).
+    z_state = spec.z_prior.start_state() if spec.ibp else {}
     if spec.ibp:
-        # The start's weights under the prior at ibp_beta = 1 (a learned beta starts there).
-        _, pi = spec.prior(1.0).weights_given(rng, Z)
+        _, pi = spec.z_prior.at(z_state).weights_given(rng, Z)
     else:
         pi = np.ones(K)
     alpha = spec.fixed_alpha if spec.fixed_alpha is not None else 1.0
@@ -190,14 +133,15 @@ def _init(rng: np.random.Generator, spec: ModelSpec, target: Target) -> ChainSta
     zeta = np.zeros(spec.n_frequencies, dtype=np.int64)
     mu, Sigma = dp_mixture.sample_components(rng, W, zeta, spec.lam0)
     Y, params, ll = target.start(rng, X, Z, W)
-    # A learned ibp_beta starts at 1, the one-parameter IBP.
-    beta0 = 1.0 if spec.ibp_beta is None else float(spec.ibp_beta)
-    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y, params, ll, 0, beta0)
+    return ChainState(X, Z, pi, float(alpha), W, zeta, mu, Sigma, 1.0, Y, params, ll, 0, z_state)
 
 
-def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: View, prior) -> dict:
+def _dimension_moves(
+    rng: np.random.Generator, w: Work, spec: ModelSpec, view: View, prior, moves: MoveCounts
+) -> tuple[MoveCounts, MoveSeconds]:
     """The SPEC 2.2 moves on the active dimensions: ``(z, x)`` moves, row transfers, absorb/emit,
-    then singleton birth/death; each asks `prior` (the prior on ``Z``) for its ratio."""
+    then singleton birth/death; each asks `prior` (the prior on ``Z``) for its ratio. Returns
+    `moves` with their counts, and their seconds."""
     t0 = time.perf_counter()
     counts = w.Z.sum(axis=0).astype(np.int64)
     q = spec.flip_scale
@@ -218,51 +162,31 @@ def _dimension_moves(rng: np.random.Generator, w: Work, spec: ModelSpec, view: V
     t2 = time.perf_counter()
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma
     seconds = MoveSeconds(t_flips - t0, t_transfers - t_flips, t1 - t_transfers, t2 - t1)
-    return {
-        "flips_proposed": int(flips_proposed), "flips": int(flips), "transfers_proposed": int(transfers[0]),
-        "transfers": int(transfers[1]), "absorbs_proposed": int(absorbs[0]), "absorbs": int(absorbs[1]),
-        "singletons_proposed": born["singletons_proposed"], "singletons": born["singletons"],
-        "births": born["births"], "deaths": born["deaths"], "seconds_moves": seconds,
-    }  # fmt: skip
-
-
-def _slice_step(
-    rng: np.random.Generator, w: Work, spec: ModelSpec, target: Target, params: LikelihoodParams, info: dict
-):
-    """The paper's stick-breaking slice step (one-parameter IBP): represent the sticks above the
-    slice, then the Gibbs pass of ``Z`` in decreasing-stick order. Returns the view it used."""
-    keep, new_pi, s = ibp.extend(rng, w.Z, w.pi, w.alpha)
-    w.resize(rng, keep, new_pi.size, spec.lam0)
-    w.pi = np.concatenate([w.pi[keep], new_pi])
-    order = ibp.scan_order(w.pi)
-    w.resize(rng, order, 0, spec.lam0)
-    w.pi = w.pi[order]
-    counts = w.Z.sum(axis=0).astype(np.int64)
-    room = ibp.room(int(np.count_nonzero(counts)), spec.max_dims)
-    view = target.view(w, params)
-    info["z_flips"] = int(view.gibbs_z(rng, w, counts, room))
-    info["slice"] = s
-    info["new_dims"] = int(new_pi.size)
-    return view
+    moves = moves._replace(
+        flips_proposed=int(flips_proposed), flips=int(flips), transfers_proposed=int(transfers[0]),
+        transfers=int(transfers[1]), absorbs_proposed=int(absorbs[0]), absorbs=int(absorbs[1]), **born,
+    )  # fmt: skip
+    return moves, seconds
 
 
 def _ibp_steps(
-    rng: np.random.Generator, w: Work, state: ChainState, spec: ModelSpec, target: Target, info: dict
-) -> View:
-    """The updates of ``Z`` and its prior's own variables; returns the likelihood view they used."""
+    rng: np.random.Generator, w: Work, state: ChainState, spec: ModelSpec, target: Target
+) -> tuple[View, MoveCounts, float, MoveSeconds]:
+    """The updates of ``Z`` and its prior's own variables: ``(view, moves, slice, seconds)``,
+    the likelihood view they used, their counts, the prior's slice level (NaN: none) and the
+    dimension moves' seconds."""
     N = w.X.shape[0]
     params = state.params
-    prior = spec.prior(w.ibp_beta)
-    # A learned ibp_beta is held at 1 (the one-parameter sweep) for the first `ibp_beta_warmup`
-    # sweeps: the all-on start is no evidence about it (docs/sampler.md section 10). Kept
-    # samples must come after the warm-up.
-    warming = spec.ibp_beta is None and state.sweep < spec.ibp_beta_warmup
-    if spec.stick_breaking or warming:
-        view = _slice_step(rng, w, spec, target, params, info)
-    else:
-        # The two-parameter IBP has no stick-breaking slice step: Z is updated by the
-        # exchangeable moves below alone (the flips for the dimensions other rows use, the
-        # singleton births and deaths for the rest), which work with the sticks integrated out.
+    prior = spec.z_prior.at(w.z_state)
+    moves, seconds = MoveCounts.zeros(0), MoveSeconds()
+    view, moves, level = prior.update_z(
+        rng, w, state.sweep, lambda: target.view(w, params), spec.lam0, spec.max_dims, moves
+    )
+    if view is None:
+        # A prior without a step of its own (the two-parameter IBP, the gamma-Poisson): Z is
+        # updated by the exchangeable moves below alone (the flips for the dimensions other
+        # rows use, the singleton births and deaths for the rest), which work with the
+        # prior's weights integrated out.
         view = target.view(w, params)
     if spec.moves:
         # The moves work with the sticks integrated out: drop the inactive dimensions (exact
@@ -275,32 +199,35 @@ def _ibp_steps(
         # section 2). A uniformly random order of the active dimensions does not.
         active = np.flatnonzero(w.Z.any(axis=0))
         w.resize(rng, rng.permutation(active), 0, spec.lam0)
-        info.update(_dimension_moves(rng, w, spec, view, prior))
+        moves, seconds = _dimension_moves(rng, w, spec, view, prior, moves)
     keep, w.pi = prior.weights_given(rng, w.Z)
     w.resize(rng, keep, 0, spec.lam0)
     view.compact()
     if spec.fixed_alpha is None:
         a, b = spec.alpha_prior
         w.alpha = prior.update_alpha(rng, w.Z.shape[1], N, a, b)
-    if spec.ibp_beta is None and not warming:
-        counts = w.Z.sum(axis=0)
-        w.ibp_beta = update_beta(rng, counts, N, w.alpha, w.ibp_beta, spec.ibp_beta_prior)
-    return view
+    w.z_state = prior.update_state(rng, w, state.sweep)
+    return view, moves, level, seconds
 
 
 def _step(
     rng: np.random.Generator, state: ChainState, spec: ModelSpec, target: Target
 ) -> tuple[ChainState, SweepInfo]:
-    w = Work.copy_of(state)
-    info: dict = {}
-    view = _ibp_steps(rng, w, state, spec, target, info) if spec.ibp else None
+    w = Work(state)
+    view, moves, level, seconds = None, MoveCounts.zeros(0), math.nan, MoveSeconds()
+    if spec.ibp:
+        view, moves, level, seconds = _ibp_steps(rng, w, state, spec, target)
     view = target.x_view(w, state.params, view)
-    info["x_evals"] = int(view.update_x(rng, w))
-    info["w_accepted"], info["w_moved"] = (int(v) for v in view.update_w(rng, w))
+    x_evals = int(view.update_x(rng, w))
+    w_accepted, w_moved = (int(v) for v in view.update_w(rng, w))
+    moves = moves._replace(x_evals=x_evals, w_accepted=w_accepted, w_moved=w_moved)
     w.zeta, w.mu, w.Sigma, w.eta = dp_mixture.dp_step(rng, w.W, w.zeta, w.eta, spec.lam0, *spec.eta_prior)
     Y, params, ll = view.finish(rng, w, state.params)
-    new = ChainState(
-        w.X, w.Z, w.pi, float(w.alpha), w.W, w.zeta, w.mu, w.Sigma, float(w.eta), Y, params,
-        float(ll), state.sweep + 1, float(w.ibp_beta),
+    # The dense model has no prior on Z and so no variables of one (a state resumed from an
+    # older checkpoint holds the IBP's, which every chain then stored).
+    new = w.to_state(
+        alpha=float(w.alpha), eta=float(w.eta), Y=Y, params=params, loglik=float(ll), sweep=state.sweep + 1,
+        z_state=w.z_state if spec.ibp else {},
     )  # fmt: skip
-    return new, SweepInfo(k_plus=new.k_plus, n_components=int(w.zeta.max()) + 1, **info)
+    info = SweepInfo(new.k_plus, int(w.zeta.max()) + 1, moves, level, seconds)
+    return new, info

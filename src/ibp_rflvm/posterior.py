@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .mcmc.record import TRACES, ChainResult, MoveCounts, Sample
+from .mcmc.record import ChainResult, MoveCounts, Sample
 from .stacking import ChainWeights, sample_weights
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,8 +128,10 @@ class Posterior:
     def traces(self) -> dict[str, np.ndarray]:
         """Per-sweep traces, ``chains x sweeps`` arrays: ``n_active`` (``K+``), ``loglik``
         (observed-data log-likelihood), ``alpha``, ``eta``, ``n_components`` (frequency mixture
-        components) and ``ibp_beta``."""
-        return {name: np.array([getattr(res.record, name) for res in self.chains]) for name in TRACES}
+        components) and one for each of the prior on ``Z``'s own variables (the IBP's
+        ``ibp_beta``)."""
+        names = self.chains[0].record.traces()
+        return {name: np.array([res.record.traces()[name] for res in self.chains]) for name in names}
 
     @cached_property
     def moves(self) -> MoveCounts:

@@ -122,7 +122,7 @@ def new_rows(
         raise ValueError(f"burn_in must be in [0, n_sweeps); got {burn_in} with n_sweeps={n_sweeps}")
     state, spec = posterior.state, posterior.spec
     rng = check_random_state(0 if random_state is None else random_state)
-    prior = spec.prior(state.ibp_beta) if spec.ibp else None
+    prior = spec.z_prior.at(state.z_state) if spec.ibp else None
     H_mean, recon, _ = sample_new_rows(rng, Yn, lik, prep, state, prior, spec.bias, n_sweeps, burn_in)
     usage = np.count_nonzero(state.H, axis=0)
     order = np.argsort(-usage, kind="stable")

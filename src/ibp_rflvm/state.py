@@ -1,6 +1,6 @@
 """The types every layer shares: the model's settings (:class:`ModelSpec`), the training data
-(:class:`Data`), one state of a chain (:class:`ChainState`) and what a sweep's moves did
-(:class:`MoveCounts`)."""
+(:class:`Data`), one state of a chain (:class:`ChainState`) and what a sweep did
+(:class:`SweepInfo`, its moves' counts one :class:`MoveCounts`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from .features import feature_map
 from .likelihoods.base import LikelihoodParams, Prepared
 from .likelihoods.gaussian import GaussianLikelihood, GaussianPrior
-from .priors import make_prior
+from .priors import FeaturePrior, default_prior, legacy_state, make_prior
 
 #: The frequencies' moves (:attr:`ModelSpec.frequency_update`).
 FREQUENCY_UPDATES = ("ess", "mh")
@@ -24,8 +24,7 @@ FREQUENCY_UPDATES = ("ess", "mh")
 class ModelSpec:
     """Everything about the model that is not data or state.
 
-    `ibp` switches the Indian buffet process on (IBP-RFLVM) or off (dense RFLVM: ``Z = 1`` and
-    a fixed number of dimensions `n_dims`). With the IBP on, `n_dims` is the initial number.
+    With a prior on ``Z`` (`z_prior`), `n_dims` is the initial number of dimensions.
     `use_likelihood=False` samples from the prior (used by the sampler checks).
 
     `moves` adds the dimension moves (docs/sampler.md, section 2) to every IBP sweep (joint
@@ -41,20 +40,13 @@ class ModelSpec:
     aligned pairs per sweep (a uniform random subset when there are more; None: every aligned
     pair).
 
-    `ibp_beta` is the sharing parameter of the two-parameter IBP (:mod:`.samplers.ibp_beta`):
-    1.0 (the default here) is the one-parameter IBP and keeps the paper's stick-breaking slice
-    step; another number fixes it; None learns it under the ``Gamma(shape, rate)`` prior
-    `ibp_beta_prior`. With ``ibp_beta`` other than a fixed 1 the slice step, which is for
-    ``ibp_beta = 1`` only, is left out: ``Z`` is updated by its exchangeable conditionals alone
-    (the dimension moves, which must then be on). `ibp_beta_warmup` holds a learned
-    ``ibp_beta`` at 1, with the slice step, for that many sweeps from the start (the burn-in
-    must cover them).
-
-    `z_prior` names the prior on ``Z`` (:mod:`ibp_rflvm.priors`): ``"ibp"`` (the paper's) or
-    ``"gamma-poisson"`` (Titsias 2007: counts in ``Z``, with `z_prior_rate` the rate of its
-    gamma prior on the dimensions' Poisson rates). The gamma-Poisson prior has no slice step
-    and no pair moves (they move one binary "on" between dimensions): ``Z`` is updated by the
-    moves of entries and the singleton births and deaths, which must be on.
+    `z_prior` is the prior on ``Z`` (a :class:`~ibp_rflvm.priors.FeaturePrior`, or its name in
+    :data:`ibp_rflvm.priors.Z_PRIORS` with default hyperparameters), which holds its own
+    hyperparameters and steps: the Indian buffet process (the default, the paper's; one- or
+    two-parameter) or the gamma-Poisson feature model (Titsias 2007: counts in ``Z``). None is
+    the dense RFLVM (``Z = 1`` and a fixed number of dimensions `n_dims`; :attr:`ibp` is then
+    False). A prior that has no step of ``Z`` of its own (the gamma-Poisson, the two-parameter
+    IBP) is sampled by the dimension moves, which must then be on.
 
     `backend` is where the factorising likelihoods' sweep does its ``N x J`` work: ``"numba"``
     (compiled CPU kernels) or ``"jax"`` (:mod:`ibp_rflvm.jax_backend`, a GPU where JAX sees
@@ -68,7 +60,6 @@ class ModelSpec:
     """
 
     n_frequencies: int = 50
-    ibp: bool = True
     n_dims: int = 2
     bias: bool = False
     alpha_prior: tuple[float, float] = (1.0, 1.0)
@@ -84,17 +75,15 @@ class ModelSpec:
     pairs_per_dim: float | None = 1.0
     scaled_start: bool = True
     max_dims: int | None = None
-    ibp_beta: float | None = 1.0
-    ibp_beta_prior: tuple[float, float] = (1.0, 1.0)
-    ibp_beta_warmup: int = 0
     backend: str = "numba"
-    z_prior: str = "ibp"
-    z_prior_rate: float = 1.0
+    z_prior: FeaturePrior | str | None = field(default_factory=default_prior)
     frequency_update: str = "ess"
 
     def __post_init__(self) -> None:
-        _check_ibp_beta(self)
-        _check_z_prior(self)
+        if isinstance(self.z_prior, str):
+            object.__setattr__(self, "z_prior", make_prior(self.z_prior))
+        if self.ibp and not self.moves and (why := self.z_prior.needs_moves()) is not None:
+            raise ValueError(f"{why}, which moves=False switches off")
         if self.backend not in ("numba", "jax"):
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
         if self.frequency_update not in FREQUENCY_UPDATES:
@@ -111,13 +100,9 @@ class ModelSpec:
             raise ValueError(f"pairs_per_dim must be positive or None; got {self.pairs_per_dim!r}")
 
     @property
-    def stick_breaking(self) -> bool:
-        """Whether the sweep runs the slice step: the one-parameter IBP, ``ibp_beta`` fixed at 1."""
-        return self.ibp_beta == 1.0 and self.z_prior == "ibp"
-
-    def prior(self, ibp_beta: float = 1.0):
-        """The prior on ``Z`` (:func:`ibp_rflvm.priors.make_prior`) at the chain's `ibp_beta`."""
-        return make_prior(self.z_prior, ibp_beta, self.z_prior_rate)
+    def ibp(self) -> bool:
+        """Whether ``Z`` has a prior (IBP-RFLVM and its variants), rather than the dense ``Z = 1``."""
+        return self.z_prior is not None
 
     def pair_budget(self, n_dims: int) -> int | None:
         """Aligned pairs each pair move may visit per sweep with `n_dims` active dimensions."""
@@ -126,39 +111,6 @@ class ModelSpec:
     @property
     def gaussian_prior(self) -> GaussianPrior:
         return self.likelihood.prior
-
-
-def _check_z_prior(spec: ModelSpec) -> None:
-    make_prior(spec.z_prior, 1.0, spec.z_prior_rate)  # a bad name or rate raises here
-    if spec.z_prior != "ibp" and spec.ibp:
-        if spec.ibp_beta != 1.0:
-            raise ValueError(
-                f"ibp_beta is the IBP's; z_prior={spec.z_prior!r} needs it at 1.0, got {spec.ibp_beta!r}"
-            )
-        if not spec.moves:
-            raise ValueError(
-                f"z_prior={spec.z_prior!r} updates Z by the dimension moves, which moves=False switches "
-                "off (the paper's slice sampler is the IBP's)"
-            )
-
-
-def _check_ibp_beta(spec: ModelSpec) -> None:
-    beta = spec.ibp_beta
-    if beta is not None and (
-        isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not 0.0 < beta < math.inf
-    ):
-        raise ValueError(f"ibp_beta must be a positive number or None (learned); got {beta!r}")
-    warm = spec.ibp_beta_warmup
-    if isinstance(warm, bool) or not isinstance(warm, numbers.Integral) or warm < 0:
-        raise ValueError(f"ibp_beta_warmup must be a non-negative integer; got {warm!r}")
-    prior = spec.ibp_beta_prior
-    if len(prior) != 2 or not all(isinstance(v, numbers.Real) and 0.0 < v < math.inf for v in prior):
-        raise ValueError(f"ibp_beta_prior must be (shape, rate), both positive; got {prior!r}")
-    if spec.ibp and not spec.stick_breaking and not spec.moves:
-        raise ValueError(
-            "the two-parameter IBP (ibp_beta other than 1) updates Z by the dimension moves, which "
-            "moves=False switches off (the paper's slice sampler is for beta = 1 only)"
-        )
 
 
 @dataclass(frozen=True)
@@ -191,7 +143,9 @@ class ChainState:
 
     ``params`` holds the likelihood's variables (:class:`~.likelihoods.base.LikelihoodParams`:
     ``beta`` always, the weights; ``sigma2`` for the Gaussian, ``r`` for the negative
-    binomial). ``ibp_beta`` is the IBP's sharing parameter (1 for the one-parameter IBP).
+    binomial). ``z_state`` holds the prior on ``Z``'s own chain variables by name
+    (:meth:`ibp_rflvm.priors.FeaturePrior.start_state`; the IBP's ``ibp_beta``), empty for a
+    prior without any and for the dense model.
     ``Y`` is the completed data (observed entries plus imputations) for the collapsed
     Gaussian, and ``None`` for the other likelihoods, whose unobserved entries are simply left
     out of every sum.
@@ -210,7 +164,7 @@ class ChainState:
     params: LikelihoodParams
     loglik: float
     sweep: int = 0
-    ibp_beta: float = 1.0
+    z_state: dict = field(default_factory=dict)
 
     @property
     def H(self) -> np.ndarray:
@@ -239,7 +193,7 @@ class ChainState:
 
     @classmethod
     def from_tree(cls, tree: dict, data: Data) -> ChainState:
-        values = dict(tree)
+        values = legacy_state(tree)
         if values["Y"] is not None:
             Y = np.where(data.observed, data.Y, 0.0)
             Y[data.missing] = values["Y"]
@@ -249,11 +203,11 @@ class ChainState:
 
 
 class MoveCounts(NamedTuple):
-    """What a sweep's moves did, the one definition of the per-sweep counts: the host's sweep
-    reports them in :class:`ibp_rflvm.model.SweepInfo`, the device's holds them in
-    ``DeviceInfo.moves`` (as device scalars), and the record keeps them (0 for a move the sweep
-    does not run). One sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves` holds each
-    as a ``chains x sweeps`` array.
+    """What a sweep's moves did, the one definition of the per-sweep counts: both backends'
+    sweeps report them in :attr:`SweepInfo.moves` (the device's first in ``DeviceInfo.moves``,
+    as device scalars), and the record keeps them (0 for a move the sweep does not run). One
+    sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves` holds each as a
+    ``chains x sweeps`` array.
 
     ``z_flips``: entries of ``Z`` the slice step's Gibbs pass changed, ``new_dims``: the
     dimensions it added; ``flips``: accepted joint ``(z, x)`` flips; ``transfers`` and
@@ -282,11 +236,41 @@ class MoveCounts(NamedTuple):
     w_moved: int
 
     @classmethod
-    def of(cls, info) -> MoveCounts:
-        """The counts of one sweep's info (a :class:`~ibp_rflvm.model.SweepInfo`), as ints."""
-        return cls(*(int(getattr(info, name)) for name in cls._fields))
-
-    @classmethod
     def zeros(cls, zero) -> MoveCounts:
         """Every count `zero` (a device scalar, for a sweep that fills in what it runs)."""
         return cls(*([zero] * len(cls._fields)))
+
+
+@dataclass(frozen=True)
+class MoveSeconds:
+    """Wall seconds of each dimension move in one sweep (for the benchmarks' per-move shares)."""
+
+    flips: float = 0.0
+    transfers: float = 0.0
+    absorbs: float = 0.0
+    singletons: float = 0.0
+
+
+@dataclass(frozen=True)
+class SweepInfo:
+    """What one sweep did, on either backend: ``K+`` and the mixture's components after it, its
+    moves' :class:`MoveCounts` (each also read as the info's own attribute: ``info.births``),
+    the slice step's level (NaN: no slice step) and the dimension moves' wall seconds."""
+
+    k_plus: int
+    n_components: int
+    moves: MoveCounts
+    slice: float = math.nan
+    seconds_moves: MoveSeconds = field(default_factory=MoveSeconds)
+
+    def __getattr__(self, name: str):
+        # Only reached for names the dataclass lacks: the counts, which live in `moves` alone.
+        if name in MoveCounts._fields:
+            return getattr(self.moves, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def recorded(self) -> SweepInfo:
+        """The info the chain's record keeps: this one (a tempered sweep's is its cold level's),
+        as ``ChainState.recorded`` is the state it keeps."""
+        return self

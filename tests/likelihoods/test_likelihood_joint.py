@@ -16,6 +16,7 @@ from scipy.special import expit
 from ibp_rflvm import model
 from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.priors import IndianBuffet, make_prior
 from ibp_rflvm.samplers import ibp
 
 from ..samplers.test_ibp import capped_prior_moments
@@ -80,6 +81,10 @@ CASES = {
 }
 
 
+def _z_prior(name, beta_prior):
+    return make_prior(name) if beta_prior is None else IndianBuffet(None, beta_prior)
+
+
 def _successive_conditional(
     name, ibp_on, n_sweeps, seed=0, burn=300, max_dims=None, beta_prior=None, backend="numba",
     z_prior="ibp",
@@ -89,9 +94,8 @@ def _successive_conditional(
     lik = make_likelihood(name, **hyper)
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
-        n_frequencies=M, ibp=ibp_on, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
-        max_dims=max_dims, backend=backend, z_prior=z_prior,
-        **({} if beta_prior is None else {"ibp_beta": None, "ibp_beta_prior": beta_prior}),
+        n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
+        max_dims=max_dims, backend=backend, z_prior=_z_prior(z_prior, beta_prior) if ibp_on else None,
     )
     rng = np.random.default_rng(seed)
     observed = np.ones((N, J), dtype=bool)
@@ -115,8 +119,9 @@ def _successive_conditional(
             out["absorbs"].append(info.absorbs)
         beta = state.params.beta[:, :free] / SCALE
         out["alpha"].append(state.alpha)
-        out["ibp_beta"].append(state.ibp_beta)
-        out["log_ibp_beta"].append(math.log(state.ibp_beta))
+        beta = state.z_state.get("ibp_beta", 1.0)
+        out["ibp_beta"].append(beta)
+        out["log_ibp_beta"].append(math.log(beta))
         out["eta"].append(state.eta)
         out["k_plus"].append(state.k_plus)
         out["x2"].append(np.sum(state.X**2 - 1.0))

@@ -103,15 +103,14 @@ class _TooManyBirths(GammaPoisson):
         return 1.5 * super().singleton_rate(n, alpha)
 
 
-def _prior_means(data_cols, n_chains, n_sweeps, n=10, alpha=2.0, wrong=False, monkeypatch=None):
+def _prior_means(data_cols, n_chains, n_sweeps, n=10, alpha=2.0, wrong=False):
     """Per-chain means of ``K+``, a row's used dimensions and a row's total, without a likelihood
     (``data_cols=None``) or with one that carries none (the collapsed Gaussian on 0 columns)."""
-    if wrong:
-        monkeypatch.setattr(model.ModelSpec, "prior", lambda self, ibp_beta=1.0: _TooManyBirths())
     use_lik = data_cols is not None
     data = model.Data.from_array(np.zeros((n, data_cols if use_lik else 1)))
     spec = model.ModelSpec(
-        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, z_prior="gamma-poisson"
+        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik,
+        z_prior=_TooManyBirths() if wrong else "gamma-poisson",
     )
     means, moved = [], {"births": 0, "deaths": 0, "flips": 0, "transfers": 0, "absorbs": 0}
     for seed in range(n_chains):
@@ -145,9 +144,9 @@ def test_gamma_poisson_prior_check(data_cols):
     assert np.all(np.abs(z) < 4.5), z
 
 
-def test_gamma_poisson_prior_check_has_power(monkeypatch):
+def test_gamma_poisson_prior_check_has_power():
     """Births at 1.5 times the prior's rate must be seen, far beyond the check's bound."""
-    means, _ = _prior_means(None, 8, 900, wrong=True, monkeypatch=monkeypatch)
+    means, _ = _prior_means(None, 8, 900, wrong=True)
     assert _z_scores(means)[0] > 6.0
 
 
@@ -174,7 +173,10 @@ def test_bad_z_prior_settings_raise(params, match):
 
 
 def test_make_prior_names_and_rates():
-    assert make_prior("ibp").binary and not make_prior("gamma-poisson").binary
+    assert make_prior("ibp").max_value == 1 and make_prior("gamma-poisson").max_value == 127
+    assert make_prior("gamma-poisson", rate=2.5) == GammaPoisson(2.5)
+    with pytest.raises(ValueError, match="z_prior_rate"):
+        make_prior("ibp", rate=2.0)
     with pytest.raises(ValueError, match="rate must be a positive number"):
         GammaPoisson(0.0)
 

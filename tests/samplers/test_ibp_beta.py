@@ -18,6 +18,7 @@ from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.baselines import IBPLinearFactorModel
 from ibp_rflvm.datasets import make_cambridge
 from ibp_rflvm.diagnostics import batch_mean_se
+from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import ibp, ibp_beta
 
 Z_SMALL = np.array(
@@ -114,7 +115,7 @@ def _prior_chain(
     use_lik = data_cols is not None
     data = model.Data.from_array(np.zeros((n, data_cols if use_lik else 1)))
     spec = model.ModelSpec(
-        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, ibp_beta=beta, ibp_beta_prior=beta_prior,
+        n_frequencies=3, fixed_alpha=alpha, use_likelihood=use_lik, z_prior=IndianBuffet(beta, beta_prior),
         max_dims=max_dims,
     )
     state = model.init_state(rng, data, spec)
@@ -125,7 +126,7 @@ def _prior_chain(
         assert math.isnan(info.slice)  # no stick-breaking step under the two-parameter IBP
         out["k_plus"].append(state.k_plus)
         out["rows"].append(state.Z.sum(axis=1).mean())
-        out["beta"].append(state.ibp_beta)
+        out["beta"].append(state.z_state["ibp_beta"])
         out["x2"].append(np.mean(state.X**2) if state.X.size else 1.0)
         for key in moved:
             moved[key] += getattr(info, key, 0)
@@ -241,7 +242,7 @@ def test_estimator_learns_beta_and_reports_it():
         warnings.simplefilter("ignore")  # two 12-sweep chains disagree, as they should
         est = IBPRFLVM(n_iter=12, n_frequencies=6, random_state=0, n_chains=2, n_jobs=1, ibp_beta=None)
         est.fit(Y)
-    assert est.spec_.ibp_beta is None
+    assert est.spec_.z_prior.learned and est.spec_.z_prior.learned_traces == ("ibp_beta",)
     assert est.traces_["ibp_beta"].shape == (2, 12) and np.all(est.traces_["ibp_beta"] > 0)
     np.testing.assert_array_equal(est.ibp_beta_, est.traces_["ibp_beta"][0])
     assert np.unique(est.ibp_beta_).size > 5  # it moves
@@ -258,7 +259,8 @@ def test_estimator_with_beta_one_is_the_one_parameter_sweep():
     leaves ``beta`` out (a constant has no R-hat)."""
     Y = _small_data()
     est = IBPRFLVM(n_iter=6, n_frequencies=6, random_state=0).fit(Y)
-    assert est.spec_.ibp_beta == 1.0 and est.spec_.stick_breaking and np.all(est.ibp_beta_ == 1.0)
+    prior = est.spec_.z_prior
+    assert prior == IndianBuffet(1.0) and prior.needs_moves() is None and np.all(est.ibp_beta_ == 1.0)
     assert "ibp_beta" not in est.to_inference_data().posterior
 
 
@@ -280,11 +282,11 @@ def test_bad_beta_parameters_raise(params, match):
 
 def test_model_spec_checks_beta():
     with pytest.raises(ValueError, match="ibp_beta"):
-        model.ModelSpec(ibp_beta=-0.1)
+        model.ModelSpec(z_prior=IndianBuffet(-0.1))
     with pytest.raises(ValueError, match="moves"):
-        model.ModelSpec(ibp_beta=0.5, moves=False)
+        model.ModelSpec(z_prior=IndianBuffet(0.5), moves=False)
     with pytest.raises(ValueError, match="ibp_beta_prior"):
-        model.ModelSpec(ibp_beta=None, ibp_beta_prior=(0.0, 1.0))
+        model.ModelSpec(z_prior=IndianBuffet(None, (0.0, 1.0)))
 
 
 def test_learned_beta_chain_resumes_bit_for_bit(tmp_path):
@@ -303,14 +305,14 @@ def test_warm_up_holds_beta_at_one_with_the_slice_step():
     rng = np.random.default_rng(2)
     Y = _small_data()
     data = model.Data.from_array(Y)
-    spec = model.ModelSpec(n_frequencies=5, n_dims=3, ibp_beta=None, ibp_beta_warmup=4)
+    spec = model.ModelSpec(n_frequencies=5, n_dims=3, z_prior=IndianBuffet(None, beta_warmup=4))
     state = model.init_state(rng, data, spec)
     betas, sliced = [], []
     for _ in range(10):
         state, info = model.sweep(rng, state, data, spec)
-        betas.append(state.ibp_beta)
+        betas.append(state.z_state["ibp_beta"])
         sliced.append(not math.isnan(info.slice))
     assert betas[:4] == [1.0] * 4 and sliced == [True] * 4 + [False] * 6
     assert len(set(betas[4:])) == 6  # learned from the fifth sweep on
     with pytest.raises(ValueError, match="ibp_beta_warmup"):
-        model.ModelSpec(ibp_beta=None, ibp_beta_warmup=-1)
+        IndianBuffet(None, beta_warmup=-1)

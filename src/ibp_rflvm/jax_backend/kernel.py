@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -22,8 +22,7 @@ import numpy as np
 from .. import blocks
 from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
-from ..samplers import ibp
-from ..state import ChainState, Data, ModelSpec
+from ..state import ChainState, Data, ModelSpec, MoveCounts, SweepInfo
 from ..targets.factorised import FactorisedTarget
 from . import jax, programs
 from .likelihoods_more import for_likelihood
@@ -51,20 +50,14 @@ def check_spec(spec: ModelSpec) -> None:
             "backend='jax' runs the library's sampler (rows in parallel given the sticks); the "
             "paper's slice sampler (sampler='paper') runs on backend='numba'"
         )
-    if spec.ibp and spec.ibp_beta is None:
-        raise ValueError(
-            "backend='jax' runs the IBP with a fixed ibp_beta (1.0 by default); a learned "
-            "ibp_beta (ibp_beta=None) runs on backend='numba'"
-        )
-    if spec.ibp and spec.z_prior != "ibp":
-        raise ValueError(
-            f"backend='jax' runs the IBP's moves only; z_prior={spec.z_prior!r} runs on backend='numba'"
-        )
+    if spec.ibp:
+        spec.z_prior.on_device(1)  # the prior refuses, with its reason, what the device cannot run
 
 
 def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
     width = int(max(spec.max_dims, spec.n_dims)) if spec.ibp else int(spec.n_dims)
-    beta = 1.0 if spec.ibp_beta is None else float(spec.ibp_beta)
+    # The dense model's sticks are never drawn: any values serve.
+    sticks = spec.z_prior.on_device(n_rows) if spec.ibp else (1.0, 0.0, 0.0)
     return SweepConfig(
         dlik=dlik, bias=bool(spec.bias), M=int(spec.n_frequencies), width=width, ibp=bool(spec.ibp),
         moves=bool(spec.moves), flip_scale=float(spec.flip_scale),
@@ -72,8 +65,8 @@ def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
         pairs_per_dim=spec.pairs_per_dim, lam0=float(spec.lam0),
         alpha_prior=tuple(float(v) for v in spec.alpha_prior),
         fixed_alpha=None if spec.fixed_alpha is None else float(spec.fixed_alpha),
-        eta_prior=tuple(float(v) for v in spec.eta_prior), ibp_beta=beta,
-        harmonic=ibp.sharing_sum(n_rows, beta), new_rate_per_alpha=ibp.new_dims_rate(1.0, n_rows, beta),
+        eta_prior=tuple(float(v) for v in spec.eta_prior), sticks=float(sticks[0]),
+        harmonic=float(sticks[1]), new_rate_per_alpha=float(sticks[2]),
         frequency_update=spec.frequency_update,
     )  # fmt: skip
 
@@ -104,8 +97,8 @@ def to_device(state: ChainState, cfg: SweepConfig, dlik) -> DeviceState:
     return DeviceState(
         jnp.asarray(X), jnp.asarray(Z), jnp.asarray(pi), f64(state.alpha), jnp.asarray(W),
         jnp.asarray(state.zeta.astype(np.int32)), jnp.asarray(mu), jnp.asarray(Sigma), f64(state.eta),
-        dlik.device_params(state.params), f64(state.loglik), jnp.asarray(state.sweep, dtype=jnp.int64),
-        f64(state.ibp_beta),
+        None, dlik.device_params(state.params), f64(state.loglik), jnp.asarray(state.sweep, dtype=jnp.int64),
+        {k: f64(v) for k, v in state.z_state.items()},
     )  # fmt: skip
 
 
@@ -121,16 +114,16 @@ def to_host(st: DeviceState, dlik) -> ChainState:
         np.ascontiguousarray(host.pi[:K]), float(host.alpha), np.ascontiguousarray(host.W[:, :K]), zeta,
         np.ascontiguousarray(host.mu[:C, :K]), np.ascontiguousarray(host.Sigma[:C, :K, :K]),
         float(host.eta), None, dlik.host_params(host.params), float(host.loglik), int(host.sweep),
-        float(host.ibp_beta),
+        {k: float(v) for k, v in host.z_state.items()},
     )  # fmt: skip
 
 
-def info_of(info: DeviceInfo) -> dict[str, int]:
-    """A device sweep's info read back: ``K+``, the components and the move counts as plain ints
-    (fields of :class:`ibp_rflvm.model.SweepInfo`)."""
+def info_of(info: DeviceInfo) -> SweepInfo:
+    """A device sweep's info read back as the host's: ``K+``, the components and the move
+    counts as plain ints (the device runs no slice step)."""
     info = jax.device_get(info)
-    return {"k_plus": int(info.k_plus), "n_components": int(info.n_components),
-            **{k: int(v) for k, v in info.moves._asdict().items()}}  # fmt: skip
+    moves = MoveCounts(*(int(v) for v in info.moves))
+    return SweepInfo(int(info.k_plus), int(info.n_components), moves)
 
 
 def check_finite(row: int, sweep: int, state: ChainState, target) -> None:
@@ -153,7 +146,7 @@ class Traces(NamedTuple):
     loglik: float
     alpha: float
     eta: float
-    ibp_beta: float
+    z_state: dict
 
 
 # ------------------------------------------------------------------------------------------
@@ -177,13 +170,14 @@ def device_run(keys, n, state: DeviceState, data, cfg: SweepConfig):
     are zeros)."""
     zeros = jax.eval_shape(lambda: sweep_step(jax.random.wrap_key_data(keys[0]), state, data, cfg)[1])
     infos = jax.tree.map(lambda a: jnp.zeros((keys.shape[0],) + a.shape, a.dtype), zeros)
-    traces = jnp.zeros((keys.shape[0], 4))
+    traces = jnp.zeros((keys.shape[0], 3 + len(state.z_state)))
 
     def body(t, c):
         st, infos, traces = c
         st, info = sweep_step(jax.random.wrap_key_data(keys[t]), st, data, cfg)
         infos = jax.tree.map(lambda buf, v: buf.at[t].set(v), infos, info)
-        traces = traces.at[t].set(jnp.stack([st.loglik, st.alpha, st.eta, st.ibp_beta]))
+        z_values = (st.z_state[k] for k in sorted(st.z_state))
+        traces = traces.at[t].set(jnp.stack([st.loglik, st.alpha, st.eta, *z_values]))
         return st, infos, traces
 
     return jax.lax.fori_loop(0, n, body, (state, infos, traces))
@@ -278,8 +272,9 @@ class DeviceSweepTarget:
     def device_state(self, state: ChainState, where: Placement) -> DeviceState:
         st = to_device(state, self.cfg, self.dlik)
         row_fields = ("X", "Z")
-        return DeviceState(*(jax.device_put(v, where.rows if name in row_fields else where.replicated)
-                             for name, v in zip(DeviceState._fields, st, strict=True)))  # fmt: skip
+        placed = {f.name: jax.device_put(getattr(st, f.name), where.rows if f.name in row_fields
+                                         else where.replicated) for f in fields(st)}  # fmt: skip
+        return DeviceState(**placed)
 
     def start_positions(self, k: int) -> np.ndarray:
         return self.host.start_positions(k)
@@ -308,7 +303,7 @@ class DeviceSweepTarget:
     def run(self, rng: np.random.Generator, state: ChainState, n: int):
         """`n` sweeps on the device, with the keys `n` calls of :meth:`step` would draw (one
         each from `rng`), in calls of at most :data:`RUN_LENGTH`; returns the last state and
-        each sweep's ``(Traces, counts)``, the counts a dict of the sweep info's fields."""
+        each sweep's ``(Traces, SweepInfo)``."""
         where = self.placement()
         st = self.device_state(state, where)
         calls = []
@@ -319,10 +314,13 @@ class DeviceSweepTarget:
             st, infos, traces = device_run(keys, k, st, where.data, where.cfg)
             calls.append((k, infos, traces))
         out, bad = [], (-1, 0)
+        # The device holds the prior's variables as a pytree: a dict in sorted key order.
+        z_names = sorted(state.z_state)
         for k, infos, traces in jax.device_get(calls):  # one read of every call's traces
             for t in range(k):
                 info = jax.tree.map(lambda v, t=t: v[t], infos)
-                out.append((Traces(*(float(v) for v in traces[t])), info_of(info)))
+                row = [float(v) for v in traces[t]]
+                out.append((Traces(*row[:3], dict(zip(z_names, row[3:], strict=True))), info_of(info)))
                 if bad[0] < 0 and int(info.nonfinite_row) >= 0:
                     bad = (int(info.nonfinite_row), int(state.sweep) + len(out))
         host = to_host(st, self.dlik)

@@ -18,11 +18,10 @@ the same state, bit for bit, and a chain run sweep by sweep from the host is the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any, NamedTuple
 
-from ..likelihoods.base import LikelihoodParams
-from ..state import MoveCounts
+from ..state import ChainState, MoveCounts
 from . import ibp_device as zmoves
 from . import jax, linalg
 from .dp_device import dp_step
@@ -58,30 +57,21 @@ class SweepConfig:
     alpha_prior: tuple[float, float]
     fixed_alpha: float | None
     eta_prior: tuple[float, float]
-    ibp_beta: float
+    #: The prior's (:meth:`ibp_rflvm.priors.FeaturePrior.on_device`): the second parameter of
+    #: the sticks' ``Beta(m, N - m + sticks)``, ``E[K+] / alpha`` and the singleton rate per
+    #: unit ``alpha``.
+    sticks: float
     harmonic: float
     new_rate_per_alpha: float
     #: ``"ess"`` or ``"mh"`` (:attr:`ibp_rflvm.state.ModelSpec.frequency_update`).
     frequency_update: str = "mh"
 
 
-class DeviceState(NamedTuple):
-    """One state of the chain on the device (the fields of :class:`ibp_rflvm.state.ChainState`,
-    padded to the config's width and, for the mixture, to ``M`` labels)."""
-
-    X: jax.Array
-    Z: jax.Array
-    pi: jax.Array
-    alpha: jax.Array
-    W: jax.Array
-    zeta: jax.Array
-    mu: jax.Array
-    Sigma: jax.Array
-    eta: jax.Array
-    params: LikelihoodParams
-    loglik: jax.Array
-    sweep: jax.Array
-    ibp_beta: jax.Array
+#: One state of the chain on the device: the host's :class:`~ibp_rflvm.state.ChainState`, its
+#: fields device arrays padded to the config's width (the mixture to ``M`` labels), ``Y`` None
+#: (the device's likelihoods leave unobserved entries out) and ``z_state`` constant.
+DeviceState = ChainState
+jax.tree_util.register_dataclass(ChainState, data_fields=[f.name for f in fields(ChainState)], meta_fields=[])
 
 
 class DeviceInfo(NamedTuple):
@@ -188,7 +178,7 @@ def canonical(st: DeviceState, active) -> DeviceState:
     eye = jnp.eye(Kw, dtype=bool)
     keep = both[:, :, None] & both[:, None, :]
     Sigma = jnp.where(keep, Sig, jnp.where(eye[None], 1.0, 0.0))
-    return st._replace(X=X, Z=Z, W=W, pi=pi, zeta=zeta, mu=mu, Sigma=Sigma)
+    return replace(st, X=X, Z=Z, W=W, pi=pi, zeta=zeta, mu=mu, Sigma=Sigma)
 
 
 def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceState, DeviceInfo]:
@@ -229,7 +219,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
             )
         X, Z, P, ll, W, mu, Sigma = zs
         active = jnp.any(Z, axis=0)
-        pi = zmoves.draw_sticks(k_pi, Z, st.ibp_beta)
+        pi = zmoves.draw_sticks(k_pi, Z, cfg.sticks)
         if cfg.fixed_alpha is None:
             a, b = cfg.alpha_prior
             k_plus = jnp.sum(active)
@@ -268,7 +258,10 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     const = dlik.row_constants(dparams, data)
     ll = dlik.row_loglik(rows_times(Phi, dparams.beta, cfg), slice(None), const, dparams, data)
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
-    new = DeviceState(X, Z, pi, alpha, W, zeta, mu, Sigma, eta, dparams, loglik, st.sweep + 1, st.ibp_beta)
+    new = replace(
+        st, X=X, Z=Z, pi=pi, alpha=alpha, W=W, zeta=zeta, mu=mu, Sigma=Sigma, eta=eta, params=dparams,
+        loglik=loglik, sweep=st.sweep + 1,
+    )  # fmt: skip
     new = canonical(new, active)
     # The first row whose log-likelihood is not finite: at the sweep's start if any (the
     # origin: a bad row's NaN spreads through the weights to every row), else at its end.

@@ -40,6 +40,7 @@ from .. import blocks
 from ..checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
 from ..effective import effective_share, importance_and_gain
 from ..model import ChainState, Data, ModelSpec, build_sweep
+from ..priors import LEGACY_SETTINGS
 from ..targets import make_target
 from .record import ChainRecord, ChainResult
 
@@ -90,7 +91,12 @@ def _plain(value):
 
 def settings_description(spec: ModelSpec) -> dict:
     """The model settings a resumed chain must share, one JSON value per setting."""
-    out = {f.name: _plain(getattr(spec, f.name)) for f in fields(spec) if f.name != "likelihood"}
+    own = ("likelihood", "z_prior")
+    out = {f.name: _plain(getattr(spec, f.name)) for f in fields(spec) if f.name not in own}
+    # The prior on Z by its own settings, under the names checkpoints have always stored.
+    out["ibp"] = spec.ibp
+    if spec.ibp:
+        out.update({key: _plain(value) for key, value in spec.z_prior.settings().items()})
     lik = spec.likelihood
     out["likelihood"] = type(lik).__name__
     for key, value in sorted(vars(lik).items()):
@@ -100,10 +106,7 @@ def settings_description(spec: ModelSpec) -> dict:
 
 #: Model settings added after checkpoints were first written, with the value under which a
 #: chain runs as it did before them (the one-parameter IBP).
-_LATER_SETTINGS = {
-    "ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0, "backend": "numba",
-    "frequency_update": "mh",
-}  # fmt: skip
+_LATER_SETTINGS = {"backend": "numba", "frequency_update": "mh"}
 #: Settings since removed, with the value under which a chain ran as it does now: a checkpoint
 #: that holds that value belongs to today's model.
 #: (``frequency_update`` was retired and came back: a checkpoint that lacks it ran ``"mh"``.)
@@ -126,6 +129,13 @@ def _check_belongs(path: Path, saved: dict, data: Data, settings: dict, n_iter: 
     for key, value in _LATER_SETTINGS.items():
         # A checkpoint from before a setting existed ran with the value that reproduces it.
         was.setdefault(key, value)
+    for key, value in LEGACY_SETTINGS.items():
+        # Settings of the prior on Z: an older checkpoint stored every prior's, and one from
+        # before a setting existed ran with its neutral value.
+        if key in now:
+            was.setdefault(key, value)
+        elif was.get(key, value) == value:
+            was.pop(key, None)
     for key, value in _RETIRED_SETTINGS.items():
         if key in was and was[key] == value:
             del was[key]

@@ -14,13 +14,12 @@ import numpy as np
 
 from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
+from ..priors import RENAMED_TRACES
 from ..state import ChainState, ModelSpec, MoveCounts
 
-TRACES = ("n_active", "loglik", "alpha", "eta", "n_components", "ibp_beta")
-#: Traces a checkpoint written before they existed may lack, with the value they had then.
-_LATER_TRACES = {"ibp_beta": 1.0}
-#: Traces stored under another name by earlier versions.
-_OLD_NAMES = {"ibp_beta": "beta"}
+#: The traces every chain keeps; the prior on ``Z`` adds one per variable of its own
+#: (:attr:`ChainRecord.z_traces`).
+TRACES = ("n_active", "loglik", "alpha", "eta", "n_components")
 #: A move count of a sweep run before the counts were kept (a checkpoint of an older version).
 NOT_RECORDED = -1
 
@@ -52,24 +51,25 @@ class ChainRecord:
     alpha: list = field(default_factory=list)
     eta: list = field(default_factory=list)
     n_components: list = field(default_factory=list)
-    #: The IBP's sharing parameter (1 throughout for the one-parameter IBP).
-    ibp_beta: list = field(default_factory=list)
+    #: A trace of each of the prior on ``Z``'s own variables (``ChainState.z_state``; the IBP's
+    #: ``ibp_beta``), by name.
+    z_traces: dict = field(default_factory=dict)
     samples: list = field(default_factory=list)
     #: Each sweep's :class:`MoveCounts`.
     moves: list = field(default_factory=list)
 
     def add(self, state: ChainState, info, keep: bool) -> None:
         """Append `state`'s traces and its sweep's move counts (`info`: the sweep's; its
-        ``recorded`` :class:`~ibp_rflvm.model.SweepInfo` is the recorded state's) and, with
+        ``recorded`` :class:`~ibp_rflvm.state.SweepInfo` is the recorded state's) and, with
         `keep`, the state as a sample."""
         info = info.recorded
-        self.moves.append(MoveCounts.of(info))
+        self.moves.append(info.moves)
         self.n_active.append(info.k_plus)
         self.loglik.append(state.loglik)
         self.alpha.append(state.alpha)
         self.eta.append(state.eta)
         self.n_components.append(info.n_components)
-        self.ibp_beta.append(state.ibp_beta)
+        self._add_z_state(state.z_state)
         if keep:
             # C order, as a checkpoint gives them back: predictions from a resumed chain's
             # samples then take the same arithmetic path as from the uninterrupted chain's.
@@ -79,6 +79,20 @@ class ChainRecord:
                     np.ascontiguousarray(state.pi),
                 )
             )  # fmt: skip
+
+    def _add_z_state(self, z_state: dict) -> None:
+        # A record resumed from an older version's checkpoint may lack a variable of the prior
+        # (it then ran at the value it has now: the settings' check refuses a chain that did
+        # not) or hold one the prior has no more (recorded for every prior, at its neutral value).
+        sweeps = len(self.n_active) - 1
+        for name in [n for n in self.z_traces if n not in z_state]:
+            del self.z_traces[name]
+        for name, value in z_state.items():
+            self.z_traces.setdefault(name, [float(value)] * sweeps).append(float(value))
+
+    def traces(self) -> dict[str, list]:
+        """Every trace by name: :data:`TRACES` and the prior's."""
+        return {**{n: getattr(self, n) for n in TRACES}, **self.z_traces}
 
     def reconstruction_sum(self, spec: ModelSpec, prep=None) -> np.ndarray | None:
         """The sum over the kept samples, in their order, of each one's reconstruction (the
@@ -100,7 +114,7 @@ class ChainRecord:
     def to_tree(self) -> dict:
         ints = {"n_active", "n_components"}
         traces = {
-            n: np.asarray(getattr(self, n), dtype=np.int64 if n in ints else np.float64) for n in TRACES
+            n: np.asarray(v, dtype=np.int64 if n in ints else np.float64) for n, v in self.traces().items()
         }
         moves = np.array(self.moves, dtype=np.int64).reshape(len(self.moves), len(MoveCounts._fields))
         return {
@@ -111,14 +125,9 @@ class ChainRecord:
 
     @classmethod
     def from_tree(cls, tree: dict) -> ChainRecord:
-        saved = tree["traces"]
+        saved = {RENAMED_TRACES.get(n, n): np.asarray(v).tolist() for n, v in tree["traces"].items()}
         n_sweeps = len(saved["n_active"])
-        saved = {n: saved[_OLD_NAMES[n]] if n not in saved and _OLD_NAMES.get(n) in saved else saved.get(n)
-                 for n in TRACES}  # fmt: skip
-        traces = {
-            n: np.asarray(saved[n]).tolist() if saved[n] is not None else [_LATER_TRACES[n]] * n_sweeps
-            for n in TRACES
-        }
+        traces = {n: saved.pop(n) for n in TRACES}
         # Counts a checkpoint written before they were kept lacks: NOT_RECORDED for its sweeps.
         saved_moves = tree.get("moves", {})
         columns = [
@@ -126,7 +135,8 @@ class ChainRecord:
             for name in MoveCounts._fields
         ]
         moves = [MoveCounts(*row) for row in zip(*columns, strict=True)]
-        return cls(**traces, samples=[Sample.from_tree(s) for s in tree["samples"]], moves=moves)
+        samples = [Sample.from_tree(s) for s in tree["samples"]]
+        return cls(**traces, z_traces=saved, samples=samples, moves=moves)
 
 
 @dataclass

@@ -18,6 +18,14 @@ prior's per-dimension weights (the IBP's sticks, the gamma-Poisson rates) are in
 The sweep then draws the weights given ``Z`` (:meth:`FeaturePrior.weights_given`) and the
 concentration (:meth:`FeaturePrior.update_alpha`); new rows take their prior from the weights
 (:meth:`FeaturePrior.row_log_ratio`).
+
+The prior owns its hyperparameters, its chain variables and its own steps, and the sweep asks
+for them through the protocol without naming any prior: :meth:`FeaturePrior.start_state` (the
+variables by name; the record keeps a trace of each), :meth:`FeaturePrior.at` (the prior at the
+chain's current values), :meth:`FeaturePrior.update_z` (a step of ``Z`` of its own before the
+dimension moves, such as the IBP's stick-breaking slice step) and
+:meth:`FeaturePrior.update_state` (its variables' update after them, such as a learned IBP
+``beta``). A new prior is one module that implements this protocol.
 """
 
 from __future__ import annotations
@@ -34,10 +42,9 @@ class FeaturePrior(Protocol):
     ----------
     name : str
         The name users pass (``z_prior=``).
-    binary : bool
-        Whether ``Z`` holds 0/1 only. The stick-breaking slice step and the pair moves
-        (transfers, absorb/emit) move one "on" between dimensions and exist for binary priors
-        only.
+    learned_traces : tuple of str
+        The chain variables (keys of :meth:`start_state`) that move, which the diagnostics
+        summarise (a fixed one has a constant trace).
     max_value : int
         The largest value an entry may take (the support is conditioned on it; ``Z`` is int8).
     hyper : numpy.ndarray
@@ -55,12 +62,41 @@ class FeaturePrior(Protocol):
     """
 
     name: str
-    binary: bool
+    learned_traces: tuple[str, ...]
     max_value: int
     hyper: np.ndarray
     propose: object
     log_ratio: object
     prior_ratio: object
+
+    def settings(self) -> dict:
+        """The settings a resumed chain must share (JSON values by name, ``z_prior`` the name)."""
+
+    def start_state(self) -> dict[str, float]:
+        """The prior's own chain variables at the start, by name (empty: none)."""
+
+    def at(self, state: dict[str, float]) -> FeaturePrior:
+        """The prior at the chain's current variables `state` (its :attr:`hyper` set from them)."""
+
+    def needs_moves(self) -> str | None:
+        """Why ``Z`` needs the dimension moves, for the error that refuses a sampler without
+        them; None when the prior's own :meth:`update_z` moves ``Z`` on its own."""
+
+    def update_z(
+        self, rng: np.random.Generator, w, sweep: int, view_of, lam0: float, max_dims: int | None, moves
+    ) -> tuple[object | None, object, float]:
+        """The prior's own step of ``Z`` (on the sweep's working state `w`, at sweep number
+        `sweep`), before the dimension moves: ``(view, moves, slice)``, the likelihood view it
+        used (from ``view_of()``), the sweep's :class:`~ibp_rflvm.state.MoveCounts` `moves`
+        with its own counts set, and its slice level; ``(None, moves, nan)`` when it has none."""
+
+    def update_state(self, rng: np.random.Generator, w, sweep: int) -> dict[str, float]:
+        """The prior's chain variables after the sweep's update of ``Z`` and ``alpha``."""
+
+    def on_device(self, n_rows: int) -> tuple[float, float, float]:
+        """What the device sweep's stick moves need, ``(beta, sum_i beta / (beta + i - 1), the
+        singleton rate per unit alpha)``; raises ValueError, with the reason, for a prior the
+        device does not run."""
 
     def propose_column(self, rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
         """:attr:`propose` for every entry of a column `z` at once (the same law)."""

@@ -119,8 +119,9 @@ class GammaPoisson:
     """
 
     name = "gamma-poisson"
-    binary = False
     max_value = MAX_COUNT
+    #: No chain variable of its own (``b`` is fixed).
+    learned_traces: tuple[str, ...] = ()
 
     def __init__(self, rate: float = 1.0) -> None:
         if not (isinstance(rate, (int, float)) and 0.0 < float(rate) < math.inf):
@@ -130,6 +131,45 @@ class GammaPoisson:
         self.propose = propose_walk
         self.log_ratio = count_log_ratio
         self.prior_ratio = count_prior_ratio
+
+    def __repr__(self) -> str:
+        return f"GammaPoisson(rate={self.rate!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GammaPoisson) and self.rate == other.rate
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def settings(self) -> dict:
+        """The settings a resumed chain must share, under the names checkpoints store."""
+        return {"z_prior": self.name, "z_prior_rate": self.rate}
+
+    def start_state(self) -> dict[str, float]:
+        """None: ``b`` is fixed."""
+        return {}
+
+    def at(self, state: dict[str, float]) -> GammaPoisson:
+        """Itself: it has no chain variable."""
+        return self
+
+    def needs_moves(self) -> str | None:
+        """Always: it has no slice step, ``Z`` moves by the dimension moves alone."""
+        return f"z_prior={self.name!r} updates Z by the dimension moves (it has no slice step)"
+
+    def update_z(self, rng, w, sweep: int, view_of, lam0: float, max_dims: int | None, moves):
+        """No step of its own: ``Z`` moves by the dimension moves."""
+        return None, moves, math.nan
+
+    def update_state(self, rng: np.random.Generator, w, sweep: int) -> dict[str, float]:
+        """Nothing to update."""
+        return {}
+
+    def on_device(self, n_rows: int) -> tuple[float, float, float]:
+        """Refused: the device sweep runs the IBP's moves only."""
+        raise ValueError(
+            f"backend='jax' runs the IBP's moves only; z_prior={self.name!r} runs on backend='numba'"
+        )
 
     def propose_column(self, rng: np.random.Generator, z: np.ndarray) -> np.ndarray:
         """:func:`propose_walk` for every entry of `z`."""

@@ -14,13 +14,14 @@ IBP is exchangeable, so given the other rows
   beta)``) number of dimensions, each with ``x ~ N(0, 1)`` and frequency coordinates from their
   conditional prior.
 
-``beta`` is the two-parameter IBP's sharing parameter (:mod:`.ibp_beta`), passed to every
-kernel as an argument (called ``ibp_beta`` where the likelihood's weights are ``beta``). With
-``beta = 1`` the sweep redraws ``pi_d ~ Beta(m_d, N - m_d + 1)`` afterwards, which restores the
-joint of the slice sampler's semi-ordered representation; with ``beta != 1`` these moves are
-the only updates of ``Z``. Both moves propose the new ``x`` from ``q = N(0, s^2)`` with a small
-``s``: a dimension switched on then barely changes the row's features, so it is accepted when the
-data do not object, and elliptical slice sampling of ``X`` grows it later.
+The prior's odds and rates come from the prior on ``Z`` (:mod:`ibp_rflvm.priors`, its
+``log_ratio`` passed to the compiled kernels with its ``hyper``; the odds above are the IBP's,
+with ``beta`` its sharing parameter). With ``beta = 1`` the sweep redraws ``pi_d ~ Beta(m_d,
+N - m_d + 1)`` afterwards, which restores the joint of the slice sampler's semi-ordered
+representation; with ``beta != 1`` these moves are the only updates of ``Z``. Both moves
+propose the new ``x`` from ``q = N(0, s^2)`` with a small ``s``: a dimension switched on then
+barely changes the row's features, so it is accepted when the data do not object, and
+elliptical slice sampling of ``X`` grows it later.
 
 The likelihood enters only through a *row target* (:class:`RowTarget`), which the sweep's
 target supplies (:mod:`ibp_rflvm.targets`): ``delta(i, h, W)`` is the change of the
@@ -38,31 +39,13 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
-from . import dp_mixture, ibp
+from . import dp_mixture
 
 
 @njit(cache=True)
 def log_x_ratio(x: float, q_sd: float) -> float:
     """``log N(x; 0, 1) - log q(x)`` with ``q = N(0, q_sd^2)``."""
     return math.log(q_sd) + 0.5 * x * x * (1.0 / (q_sd * q_sd) - 1.0)
-
-
-@njit(cache=True)
-def flip_log_ratio(
-    z_cur: int, x_cur: float, x_prop: float, m_other: int, n: int, q_sd: float, ibp_beta: float = 1.0
-) -> float:
-    """Prior and proposal part of the log acceptance ratio of a joint ``(z_id, x_id)`` flip.
-
-    On (``z: 0 -> 1``, ``x' ~ q``): ``log m/(N - 1 + beta - m) + log N(x'; 0, 1) - log q(x')``,
-    because the reverse move draws the old ``x`` from ``N(0, 1)``, its prior when ``z = 0``, and
-    the two ``N(x; 0, 1)`` factors cancel. Off (``z: 1 -> 0``, ``x' ~ N(0, 1)``): the reciprocal,
-    ``log (N - 1 + beta - m)/m + log q(x) - log N(x; 0, 1)`` with ``x`` the value being switched
-    off. ``beta = 1`` gives the one-parameter odds ``m/(N - m)``. The likelihood ratio is added
-    by the caller.
-    """
-    if z_cur == 0:
-        return ibp.log_share_odds(m_other, n, ibp_beta) + log_x_ratio(x_prop, q_sd)
-    return -ibp.log_share_odds(m_other, n, ibp_beta) - log_x_ratio(x_cur, q_sd)
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,8 +89,9 @@ def entry_log_ratio(log_ratio, hyper, z_cur, z_new, x_cur, x_prop, m_other, n, q
     proposes ``x' ~ q`` and adds ``log N(x'; 0, 1) - log q(x')``, because the reverse move
     draws the old ``x`` from ``N(0, 1)``, its prior when ``z = 0``; switching it off
     (``z: v -> 0``, ``x' ~ N(0, 1)``) adds the reciprocal at the ``x`` being switched off; a
-    change between two non-zero values (a count's) keeps ``x``. For the IBP this is
-    :func:`flip_log_ratio`, term for term. The likelihood ratio is added by the caller.
+    change between two non-zero values (a count's) keeps ``x``. For the IBP (a flip) the prior's
+    part is ``log m/(N - 1 + beta - m)`` switching on and its negative switching off. The
+    likelihood ratio is added by the caller.
     """
     prior = log_ratio(z_cur, z_new, m_other, n, hyper)
     if z_cur == 0:

@@ -328,18 +328,22 @@ def gibbs_flip(rng, log_odds_one: float) -> int:
 
 
 @njit(cache=True)
-def gibbs_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, pi: np.ndarray, counts: np.ndarray, room):
+def gibbs_column(
+    rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, odds, weights: np.ndarray, counts: np.ndarray, room
+):
     """Update column `d` of `Z` row by row, for likelihoods that factorise over rows.
 
     ``delta_ll[i] = log p(y_i | z_id = 1) - log p(y_i | z_id = 0)`` was computed for all rows at
-    once; rows are still visited in turn because ``pi*`` couples them through ``m_d``.
+    once; rows are still visited in turn because the prior couples them through ``m_d``:
+    ``odds(weights, counts, d, z_cur)`` is its conditional log odds of ``z_id = 1`` (a compiled
+    function: :func:`z_log_prior_odds` with the sticks for the slice sampler's).
     `Z`, `counts` and `room` (:func:`room`) are updated in place.
     """
     for i in range(Z.shape[0]):
         z_cur = Z[i, d]
         if capped(counts, d, z_cur, room):
             continue
-        lo = z_log_prior_odds(pi, counts, d, z_cur) + delta_ll[i]
+        lo = odds(weights, counts, d, z_cur) + delta_ll[i]
         v = gibbs_flip(rng, lo)
         count_change(counts, d, z_cur, v, room)
         Z[i, d] = v

@@ -20,7 +20,7 @@ Generator in a fixed order, so a seed fixes the chain.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import fields
 from typing import Protocol
 
 import numpy as np
@@ -31,29 +31,24 @@ from ..samplers.dimension_moves import RowTarget
 from ..state import ChainState, Data
 
 
-@dataclass
 class Work:
-    """Mutable copies of a state's arrays, owned by one sweep."""
+    """A sweep's mutable copy of a :class:`~ibp_rflvm.state.ChainState`: the state's fields as
+    attributes, its arrays and the prior's variables copied, so that the moves update them in
+    place and the state the sweep was given stays as it was. :meth:`to_state` is the state it
+    has become."""
 
-    X: np.ndarray
-    Z: np.ndarray
-    pi: np.ndarray
-    alpha: float
-    W: np.ndarray
-    zeta: np.ndarray
-    mu: np.ndarray
-    Sigma: np.ndarray
-    eta: float
-    Y: np.ndarray | None
-    ibp_beta: float = 1.0
+    def __init__(self, state: ChainState) -> None:
+        for f in fields(state):
+            value = getattr(state, f.name)
+            setattr(self, f.name, value.copy() if isinstance(value, np.ndarray | dict) else value)
 
     @classmethod
     def copy_of(cls, state: ChainState) -> Work:
-        return cls(
-            state.X.copy(), state.Z.copy(), state.pi.copy(), state.alpha, state.W.copy(),
-            state.zeta.copy(), state.mu.copy(), state.Sigma.copy(), state.eta,
-            None if state.Y is None else state.Y.copy(), state.ibp_beta,
-        )  # fmt: skip
+        return cls(state)
+
+    def to_state(self, **changes) -> ChainState:
+        """The state these fields make, with `changes` (the sweep's new values of the others)."""
+        return ChainState(**{**{f.name: getattr(self, f.name) for f in fields(ChainState)}, **changes})
 
     @property
     def H(self) -> np.ndarray:
@@ -79,8 +74,14 @@ class Work:
 class View(Protocol):
     """The likelihood at one working state, for the moves of one sweep."""
 
-    def gibbs_z(self, rng: np.random.Generator, w: Work, counts: np.ndarray, room: np.ndarray) -> int:
-        """The slice sampler's Gibbs pass of every ``z_id`` (dimensions in ``w``'s order)."""
+    def gibbs_z(
+        self, rng: np.random.Generator, w: Work, counts: np.ndarray, room: np.ndarray, odds,
+        weights: np.ndarray,
+    ) -> int:
+        """A Gibbs pass of every ``z_id`` (dimensions in ``w``'s order) with the prior's
+        conditional log odds ``odds(weights, counts, d, z_cur)``, a compiled function handed
+        over as ``FeaturePrior.log_ratio`` is (the IBP's slice step passes its sticks' odds);
+        `room` caps ``K+``. The number of entries changed."""
 
     def flips(
         self, rng: np.random.Generator, w: Work, counts: np.ndarray, q_sd: float, prior
@@ -92,13 +93,13 @@ class View(Protocol):
         self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
         prior,
     ) -> tuple[int, int]:
-        """Row transfers between aligned dimensions (a binary prior on ``Z``); ``(proposed, accepted)``."""
+        """Row transfers between aligned dimensions (a count moves whole); ``(proposed, accepted)``."""
 
     def absorbs(
         self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
         prior,
     ) -> tuple[int, int]:
-        """Absorb/emit between aligned dimensions (a binary prior on ``Z``); ``(proposed, accepted)``."""
+        """Absorb/emit between aligned dimensions (with the prior's ratio); ``(proposed, accepted)``."""
 
     @property
     def row_target(self) -> RowTarget:

@@ -176,8 +176,8 @@ class CollapsedView:
             prior.a0 + 0.5 * N, prior.b0, prior.constant(N, w.Y.shape[1]),
         )  # fmt: skip
 
-    def gibbs_z(self, rng, w: Work, counts, room) -> int:
-        return gibbs_z_rows(rng, *self._args(w, self._cache(w)), w.pi, counts, room)
+    def gibbs_z(self, rng, w: Work, counts, room, odds, weights) -> int:
+        return gibbs_z_rows(rng, *self._args(w, self._cache(w)), odds, weights, counts, room)
 
     def flips(self, rng, w: Work, counts, q_sd: float, prior) -> tuple[int, int]:
         cache = self._cache(w)

@@ -19,7 +19,7 @@ from numba import njit
 from ..features import row_features
 from ..samplers.absorb import absorb_log_ratio, absorb_proposal
 from ..samplers.dimension_moves import entry_log_ratio, proposed_x
-from ..samplers.ibp import capped, count_change, gibbs_flip, z_log_prior_odds
+from ..samplers.ibp import capped, count_change, gibbs_flip
 from ..samplers.transfer import orient, transfer_log_ratio
 from .row_cache import FAST, commit_row, eval_row, prepare_row, row_buffers
 
@@ -79,9 +79,10 @@ def ess_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const):
 
 
 @njit(cache=True, fastmath=FAST)
-def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, pi, counts, room):
-    """Gibbs update of every ``z_id``, row by row, with the slice sampler's prior factor (and
-    the cap on ``K+``, :func:`ibp.capped`)."""
+def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const, odds, weights, counts, room):
+    """Gibbs update of every ``z_id``, row by row, with the prior's conditional log odds
+    ``odds(weights, counts, d, z_cur)`` (the slice sampler's, :func:`ibp.z_log_prior_odds`,
+    with the sticks) and the cap on ``K+`` (:func:`ibp.capped`)."""
     N, K = X.shape
     L = Phi.shape[1]
     J = Y.shape[1]
@@ -101,7 +102,7 @@ def gibbs_z_rows(rng, X, Z, W, bias, Phi, Y, A, P, Q, yy, state, a_n, b0, const,
                 phi_new, Phi[i], v, r, Y[i], A, P, Q, yy, state[0], a_n, b0, const, u, s, w1, w2, Qn, m2
             )
             ll_cur = state[1]
-            log_odds_one = z_log_prior_odds(pi, counts, d, z_cur)
+            log_odds_one = odds(weights, counts, d, z_cur)
             if z_cur == 0:
                 log_odds_one += ll_new - ll_cur
             else:

@@ -120,8 +120,8 @@ class FactorisedView(ArrayMoves):
     def _row_target(self) -> FactorisedRows:
         return FactorisedRows(self.fs)
 
-    def gibbs_z(self, rng, w: Work, counts, room) -> int:
-        return update_z(rng, w.X, w.Z, w.W, w.pi, counts, self.fs, room)
+    def gibbs_z(self, rng, w: Work, counts, room, odds, weights) -> int:
+        return update_z(rng, w.X, w.Z, w.W, odds, weights, counts, self.fs, room)
 
     def compact(self) -> None:
         self.fs.Phi = np.ascontiguousarray(self.fs.Phi)  # dropped dimensions were inactive

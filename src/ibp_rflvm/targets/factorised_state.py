@@ -68,9 +68,12 @@ def features_and_predictor(H: np.ndarray, W: np.ndarray, bias: bool, beta: np.nd
     return Phi, psi
 
 
-def update_z(rng: np.random.Generator, X, Z, W, pi, counts, fs: FactorisedState, room=None) -> int:
-    """Gibbs update of every ``z_id``; dimensions in the order given (the caller's scan order).
-    `room`: the cap on ``K+`` (:func:`ibp.room`; None: no cap)."""
+def update_z(
+    rng: np.random.Generator, X, Z, W, odds, weights, counts, fs: FactorisedState, room=None
+) -> int:
+    """Gibbs update of every ``z_id``; dimensions in the order given (the caller's scan order),
+    with the prior's conditional log odds ``odds(weights, counts, d, z_cur)``
+    (:func:`ibp.gibbs_column`). `room`: the cap on ``K+`` (:func:`ibp.room`; None: no cap)."""
     if room is None:
         room = ibp.room(0, None)
     flips = 0
@@ -80,7 +83,7 @@ def update_z(rng: np.random.Generator, X, Z, W, pi, counts, fs: FactorisedState,
         ll_alt, Phi_alt, psi_alt = fs.rows_loglik(H_alt, W, fs.all_rows)
         z_before = Z[:, d].copy()
         delta = np.where(z_before == 1, fs.ll - ll_alt, ll_alt - fs.ll)
-        ibp.gibbs_column(rng, Z, d, delta, pi, counts, room)
+        ibp.gibbs_column(rng, Z, d, delta, odds, weights, counts, room)
         changed = np.flatnonzero(Z[:, d] != z_before)
         if changed.size:
             fs.Phi[changed] = Phi_alt[changed]

@@ -71,10 +71,10 @@ class PriorView(ArrayMoves):
     def _row_target(self) -> NoLikelihood:
         return NoLikelihood()
 
-    def gibbs_z(self, rng, w: Work, counts, room) -> int:
+    def gibbs_z(self, rng, w: Work, counts, room, odds, weights) -> int:
         zero = np.zeros(w.Z.shape[0])
         for d in range(w.Z.shape[1]):
-            ibp.gibbs_column(rng, w.Z, d, zero, w.pi, counts, room)
+            ibp.gibbs_column(rng, w.Z, d, zero, odds, weights, counts, room)
         return 0
 
     def compact(self) -> None:
