@@ -35,7 +35,7 @@ LINTED := src tests benchmarks studies examples docs/conf.py docs/_ext
 
 test: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) $(BIN)/pytest -n 2 -q tests
+	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) $(BIN)/pytest -n 2 --dist worksteal -q tests
 	$(MAKE) docs
 
 lint: $(STAMP)
