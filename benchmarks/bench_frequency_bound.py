@@ -21,8 +21,9 @@ import time
 import numpy as np
 
 from bench_scale import simulate
-from ibp_rflvm import IBPRFLVM, blocks, model
+from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.features import frequency_columns
+from ibp_rflvm.plumbing import blocks
 from ibp_rflvm.targets import factorised_state as factorised
 from ibp_rflvm.targets.frequency_bound import FrequencyBound
 

@@ -35,7 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_scale import simulate  # noqa: E402
-from ibp_rflvm import IBPRFLVM, blocks, model  # noqa: E402
+from ibp_rflvm import IBPRFLVM, model  # noqa: E402
+from ibp_rflvm.plumbing import blocks  # noqa: E402
 from ibp_rflvm.targets import make_target  # noqa: E402
 
 

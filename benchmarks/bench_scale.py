@@ -15,7 +15,7 @@ sweep (which also compiles the kernels) is reported apart; the median of the fol
 made, too). `--profile` runs one more sweep under cProfile and prints the top entries by
 cumulative and by own time. `--chains C` runs C chains of `--sweeps` sweeps in parallel
 through the estimator and reports each worker's peak RSS. `--threads T` runs each sweep's
-blocked work on T threads (``n_threads``; default 1; :mod:`ibp_rflvm.blocks`): the chain is the
+blocked work on T threads (``n_threads``; default 1; :mod:`ibp_rflvm.plumbing.blocks`): the chain is the
 same whatever T, so wall seconds per sweep with 1 and 2 threads compare like for like. Speedups
 mean something only on an otherwise idle machine: the load average is printed at both ends.
 `--likelihood gaussian` times the collapsed Gaussian instead (issue 30's 10,000 x 50 figure), on
@@ -36,8 +36,9 @@ import time
 
 import numpy as np
 
-from ibp_rflvm import IBPRFLVM, blocks, model
+from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.features import feature_map
+from ibp_rflvm.plumbing import blocks
 
 
 def peak_rss_mib() -> float:

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from bench_counts import synthetic_counts
 from ibp_rflvm import IBPRFLVM, holdout_mask
-from ibp_rflvm._sparse import data_matrix
+from ibp_rflvm.plumbing.sparse import data_matrix
 
 
 def held_arrays(model) -> dict[str, int]:

@@ -22,13 +22,13 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ibp_rflvm import IBPRFLVM, embedding
-from ibp_rflvm.embedding import own_dimension, posterior_embedding
+from ibp_rflvm import IBPRFLVM
 from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.mcmc.record import ChainRecord, ChainResult, Sample
 from ibp_rflvm.model import Data
-from ibp_rflvm.posterior import Posterior
-from ibp_rflvm.summaries import dimension_summary, embedding_std
+from ibp_rflvm.summaries import dimension_summary, embedding, embedding_std
+from ibp_rflvm.summaries.embedding import own_dimension, posterior_embedding
+from ibp_rflvm.summaries.posterior import Posterior
 
 
 def build(rows: int, cols: int, kept: int, dims: int = 12, seed: int = 0) -> Posterior:

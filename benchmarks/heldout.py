@@ -21,7 +21,7 @@ import numpy as np
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
 from ibp_rflvm.datasets import load
-from ibp_rflvm.scoring import log_mean_exp
+from ibp_rflvm.summaries.scoring import log_mean_exp
 
 
 def per_entry(est, Y_test) -> np.ndarray:

@@ -35,9 +35,9 @@ from scipy import stats
 
 from ibp_rflvm import model
 from ibp_rflvm.baselines import IBPLinearFactorModel
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import ibp
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 N, ALPHA = 10, 2.0
 

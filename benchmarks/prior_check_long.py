@@ -19,8 +19,8 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from ibp_rflvm import model
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 
 def _off_or_float(value: str) -> float | None:

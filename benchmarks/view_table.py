@@ -48,7 +48,7 @@ from ibp_rflvm.evaluation.cells import build_estimator, dataset_arrays, split_fo
 from ibp_rflvm.evaluation.experiments import RunConfig, _dataset_kind, model_seed
 from ibp_rflvm.evaluation.latent_report import pca_scores
 from ibp_rflvm.evaluation.metrics import knn_accuracy, knn_seed
-from ibp_rflvm.view import PERPLEXITY, _start, tsne_view
+from ibp_rflvm.summaries.view import PERPLEXITY, _start, tsne_view
 
 OUT = Path("results/view")
 DATASETS = ("cancer", "mice", "olivetti", "congress", "spam", "newsgroups")
@@ -306,7 +306,7 @@ def _perplexity_summary(results: dict) -> None:
 
 def scale(rows: int, sweeps: int) -> None:
     from ibp_rflvm.estimator import IBPRFLVM
-    from ibp_rflvm.view import view
+    from ibp_rflvm.summaries.view import view
 
     rng = np.random.default_rng(0)
     H = rng.standard_normal((rows, 3))
@@ -336,7 +336,7 @@ def pbmc(sweeps: int, seed: int) -> None:
     sys.path.insert(0, "examples")
     import single_cell as ex
     from ibp_rflvm.adata import ibp_rflvm
-    from ibp_rflvm.view import view
+    from ibp_rflvm.summaries.view import view
 
     sc.settings.verbosity = 0
     counts, labels, _ = ex.load_pbmc()

@@ -206,7 +206,7 @@ def run(
     import scipy.sparse as sp
 
     from ibp_rflvm.adata import ibp_rflvm
-    from ibp_rflvm.embedding import posterior_embedding
+    from ibp_rflvm.summaries.embedding import posterior_embedding
 
     sc.settings.verbosity = 0
     counts, labels, names = load_pbmc(h5ad)

@@ -21,8 +21,8 @@ import argparse
 
 import numpy as np
 
-from ibp_rflvm.dimensions import posterior_median, weighted_posterior
 from ibp_rflvm.evaluation.store import load_records, save_record
+from ibp_rflvm.summaries.dimensions import posterior_median, weighted_posterior
 
 RULE = "max(90% trace, median K+)"
 

@@ -19,8 +19,8 @@ from tests.jax_backend.test_device_sweep import _prior_chain
 from tests.likelihoods.test_likelihood_joint import _expected, _successive_conditional
 
 from ibp_rflvm import holdout_mask
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 
 def main() -> None:

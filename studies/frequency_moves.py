@@ -41,7 +41,7 @@ from scipy.special import logsumexp
 from ibp_rflvm import IBPRFLVM, holdout_mask, model
 from ibp_rflvm.datasets import load
 from ibp_rflvm.likelihoods import make_likelihood
-from ibp_rflvm.predictive import heldout_shares
+from ibp_rflvm.summaries.predictive import heldout_shares
 from ibp_rflvm.targets import factorised_state as fsm
 from ibp_rflvm.targets.base import Work
 

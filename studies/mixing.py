@@ -37,8 +37,8 @@ from joblib import Parallel, delayed
 from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.datasets import load
 from ibp_rflvm.features import feature_map
-from ibp_rflvm.predictive import heldout_shares
 from ibp_rflvm.priors import IndianBuffet
+from ibp_rflvm.summaries.predictive import heldout_shares
 
 THRESHOLDS = (0.01, 0.02, 0.03, 0.05)
 #: Shares of the gain over no latent dimensions (the default effective count is at 0.05).

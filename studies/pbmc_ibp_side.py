@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
 from ibp_rflvm import IBPRFLVM  # noqa: E402
-from ibp_rflvm.embedding import posterior_embedding  # noqa: E402
+from ibp_rflvm.summaries.embedding import posterior_embedding  # noqa: E402
 from pbmc_summaries import load_cells, score  # noqa: E402  (this folder is on the path when run as a script)
 
 

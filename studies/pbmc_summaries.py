@@ -36,8 +36,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import single_cell as scx  # noqa: E402
 from ibp_rflvm import IBPRFLVM  # noqa: E402
-from ibp_rflvm.embedding import embedding_samples, fit_embedding, posterior_embedding  # noqa: E402
 from ibp_rflvm.features import feature_map  # noqa: E402
+from ibp_rflvm.summaries.embedding import embedding_samples, fit_embedding, posterior_embedding  # noqa: E402
 
 
 def blocks(model, kind: str, depth: float, n_genes: int) -> list[np.ndarray]:

@@ -27,8 +27,8 @@ import argparse
 import numpy as np
 from tests import test_likelihood_joint as joint
 
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.likelihoods import polya_gamma
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 
 def sampler(name: str):

@@ -5,7 +5,7 @@
 Fits the default sampler on the first `--rows` rows of a data set (trial 0's hold-out mask, as
 the reproduction), then prints for the final sample: the training log-likelihood per observed
 entry, each dimension's importance (the drop in training log-likelihood when it is removed,
-``ibp_rflvm.effective``) per observed entry, largest first, and the effective count at a few
+``ibp_rflvm.mcmc.effective``) per observed entry, largest first, and the effective count at a few
 thresholds. The default threshold (0.01 nats per entry) was set on dense real-valued data, where
 the log-likelihood per entry is of order one; on sparse counts the whole of it can be a few
 hundredths of a nat per entry, and this shows where the dimensions fall against it.
@@ -22,8 +22,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ibp_rflvm import IBPRFLVM
-from ibp_rflvm.dimensions import effective_scores
 from ibp_rflvm.evaluation.cells import dataset_arrays, split_for
+from ibp_rflvm.summaries.dimensions import effective_scores
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ anndata = pytest.importorskip("anndata")
 
 from ibp_rflvm import IBPRFLVM  # noqa: E402
 from ibp_rflvm.adata import ibp_rflvm  # noqa: E402
-from ibp_rflvm.embedding import posterior_embedding  # noqa: E402
-from ibp_rflvm.neighbors import N_NEIGHBORS, knn  # noqa: E402
+from ibp_rflvm.plumbing.neighbors import N_NEIGHBORS, knn  # noqa: E402
+from ibp_rflvm.summaries.embedding import posterior_embedding  # noqa: E402
 
 FAST = {"n_iter": 4, "n_frequencies": 6, "random_state": 0}
 #: Enough cells for a 15-neighbour graph that UMAP and Leiden can do something with.

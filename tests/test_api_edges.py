@@ -11,7 +11,7 @@ from numpydoc.docscrape import NumpyDocString
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
 from ibp_rflvm.baselines import LDA, IBPLinearFactorModel
-from ibp_rflvm.dimensions import weighted_posterior
+from ibp_rflvm.summaries.dimensions import weighted_posterior
 
 
 def test_count_baseline_takes_sparse_counts_and_masks_like_the_nan_form():

@@ -164,7 +164,7 @@ def test_workers_exit_when_the_fit_is_killed_outright(tmp_path, when):
 
 IDLE_SCRIPT = """
 import pathlib, sys, time
-from ibp_rflvm.chain_pool import run_chains
+from ibp_rflvm.plumbing.chain_pool import run_chains
 
 def run(seconds, flag):
     time.sleep(seconds)
@@ -185,7 +185,7 @@ def test_a_worker_whose_chain_has_ended_exits_with_the_fit(tmp_path):
 
 
 def test_results_come_back_in_the_order_of_the_jobs_whatever_the_dispatch():
-    from ibp_rflvm.chain_pool import run_chains
+    from ibp_rflvm.plumbing.chain_pool import run_chains
 
     dispatched = []
 
@@ -200,7 +200,7 @@ def test_results_come_back_in_the_order_of_the_jobs_whatever_the_dispatch():
 
 
 def test_a_sigterm_handler_of_the_callers_own_is_left_alone():
-    from ibp_rflvm.chain_pool import run_chains
+    from ibp_rflvm.plumbing.chain_pool import run_chains
 
     seen = []
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ibp_rflvm.cli import main
-from ibp_rflvm.io import read_matrix
+from ibp_rflvm.plumbing.io import read_matrix
 
 
 def _write_csv(path, Y, header=True, sep=","):

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ibp_rflvm import _cli_fit, plots
+from ibp_rflvm import plots
+from ibp_rflvm.cli import fit as _cli_fit
 from ibp_rflvm.cli import main
 
 FAST = ["--n-iter", "8", "--n-frequencies", "6", "--n-jobs", "1", "--quiet"]
@@ -293,7 +294,7 @@ def test_compile_notice_names_the_cache_and_goes_once_cached(tmp_path):
 
     code = (
         "import os, sys\n"
-        "from ibp_rflvm._cli_fit import numba_note\n"
+        "from ibp_rflvm.cli.fit import numba_note\n"
         "from numba.core.registry import CPUDispatcher\n"
         "print(numba_note('poisson'))\n"
         "if sys.argv[1] == 'fill':\n"

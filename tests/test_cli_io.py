@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ibp_rflvm.io import format_number, read_table, write_table
+from ibp_rflvm.plumbing.io import format_number, read_table, write_table
 
 
 def _read(tmp_path, text, name="x.csv"):

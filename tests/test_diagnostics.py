@@ -7,7 +7,7 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.diagnostics import batch_mean_se, distance_rows
+from ibp_rflvm.summaries.diagnostics import batch_mean_se, distance_rows
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def test_one_chain_gets_the_split_rhat_of_its_halves(caplog):
     logged shape warning; the halves are the first and last n // 2 kept draws."""
     import arviz as az
 
-    from ibp_rflvm.diagnostics import halves_as_chains
+    from ibp_rflvm.summaries.diagnostics import halves_as_chains
 
     Y = make_cambridge(50, random_state=1)["Y"][:, :10]
     m = IBPRFLVM(n_iter=19, n_frequencies=6, random_state=0).fit(Y)  # 10 kept: halves of 5
@@ -109,7 +109,7 @@ def test_one_chain_gets_the_split_rhat_of_its_halves(caplog):
 
 
 def test_latent_distances_are_rotation_invariant():
-    from ibp_rflvm.diagnostics import _pairwise
+    from ibp_rflvm.summaries.diagnostics import _pairwise
 
     rng = np.random.default_rng(0)
     H = rng.standard_normal((20, 3))
@@ -142,7 +142,7 @@ def test_chains_run_on_a_dask_cluster_when_configured():
 
 
 def test_disagreement_names_the_traces_whose_chains_differ():
-    from ibp_rflvm.diagnostics import disagreement
+    from ibp_rflvm.summaries.diagnostics import disagreement
 
     rng = np.random.default_rng(0)
     same = rng.standard_normal((4, 200))

@@ -8,19 +8,19 @@ from scipy.stats import poisson
 
 from ibp_rflvm import IBPRFLVM, RFLVM
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.dimensions import effective_draws, effective_scores
-from ibp_rflvm.effective import (
+from ibp_rflvm.features import feature_map
+from ibp_rflvm.likelihoods import make_likelihood
+from ibp_rflvm.likelihoods.base import LikelihoodParams
+from ibp_rflvm.mcmc.driver import run_chain
+from ibp_rflvm.mcmc.effective import (
     DEFAULT_THRESHOLD,
     dimension_importance,
     effective_dimensions,
     effective_share,
     importance_and_gain,
 )
-from ibp_rflvm.features import feature_map
-from ibp_rflvm.likelihoods import make_likelihood
-from ibp_rflvm.likelihoods.base import LikelihoodParams
-from ibp_rflvm.mcmc.driver import run_chain
 from ibp_rflvm.model import Data, ModelSpec
+from ibp_rflvm.summaries.dimensions import effective_draws, effective_scores
 from ibp_rflvm.targets.collapsed import loglik_direct
 
 

@@ -4,14 +4,14 @@ exact and randomized solvers agree; new rows are placed by the same projection."
 import numpy as np
 import pytest
 
-from ibp_rflvm.embedding import (
+from ibp_rflvm.likelihoods.base import LikelihoodParams
+from ibp_rflvm.mcmc.record import Sample
+from ibp_rflvm.summaries.embedding import (
     Embedding,
     check_n_components,
     fit_embedding,
     sample_block,
 )
-from ibp_rflvm.likelihoods.base import LikelihoodParams
-from ibp_rflvm.mcmc.record import Sample
 
 
 def _sample(rng, N=40, K=3, M=8, J=5, bias=True):
@@ -147,7 +147,7 @@ def test_a_fits_embedding_can_be_wider_than_the_data_for_the_documented_reasons(
 
     from ibp_rflvm import IBPRFLVM, holdout_mask
     from ibp_rflvm.datasets import make_cambridge
-    from ibp_rflvm.embedding import latent_width, posterior_block, posterior_embedding
+    from ibp_rflvm.summaries.embedding import latent_width, posterior_block, posterior_embedding
 
     Y, _ = holdout_mask(make_cambridge(70, random_state=1)["Y"][:, :14], 0.2, random_state=0)
     with warnings.catch_warnings():

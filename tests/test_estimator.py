@@ -7,8 +7,8 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, CapReachedWarning, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.embedding import posterior_embedding
-from ibp_rflvm.scoring import gaussian_logpdf
+from ibp_rflvm.summaries.embedding import posterior_embedding
+from ibp_rflvm.summaries.scoring import gaussian_logpdf
 
 
 @pytest.fixture(scope="module")

@@ -20,10 +20,10 @@ except ModuleNotFoundError:  # Python 3.10
     tomllib = pytest.importorskip("tomli")
 
 from ibp_rflvm import IBPRFLVM
-from ibp_rflvm._validation import MAX_GAUSSIAN, SCALE_RANGE
-from ibp_rflvm.diagnostics import RHAT_DISAGREE
-from ibp_rflvm.embedding import EMBEDDING_MAX_DRAWS, VARIANCE_SHARE
-from ibp_rflvm.view import PERPLEXITY
+from ibp_rflvm.plumbing.validation import MAX_GAUSSIAN, SCALE_RANGE
+from ibp_rflvm.summaries.diagnostics import RHAT_DISAGREE
+from ibp_rflvm.summaries.embedding import EMBEDDING_MAX_DRAWS, VARIANCE_SHARE
+from ibp_rflvm.summaries.view import PERPLEXITY
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", *(p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "docs").glob("*.md"))))
@@ -109,7 +109,7 @@ def test_extras_tables_match_pyproject(name):
 
 
 def test_latent_space_page_figures():
-    from ibp_rflvm.effective import DEFAULT_SHARE
+    from ibp_rflvm.mcmc.effective import DEFAULT_SHARE
     from ibp_rflvm.summaries.meaning import LEVEL, MIN_PROBABILITY, SUMMARY_MAX_DRAWS
 
     text = page("docs/latent_space.md")

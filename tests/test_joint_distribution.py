@@ -14,10 +14,10 @@ from numba import njit
 from scipy import special, stats
 
 from ibp_rflvm import model
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.priors import GammaPoisson, IndianBuffet
 from ibp_rflvm.priors.gamma_poisson import count_log_ratio, walk_log_q_ratio
 from ibp_rflvm.samplers import ibp
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 from .samplers.test_ibp import capped_prior_moments
 from .samplers.test_ibp_beta import learned_beta_moments

@@ -200,8 +200,8 @@ def test_summaries_do_not_see_labels_or_signs(fitted):
     from dataclasses import replace
 
     from ibp_rflvm.mcmc.record import ChainResult
-    from ibp_rflvm.posterior import Posterior
     from ibp_rflvm.summaries import dimension_summary
+    from ibp_rflvm.summaries.posterior import Posterior
 
     post = fitted.posterior_
     rng = np.random.default_rng(7)

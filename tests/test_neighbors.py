@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ibp_rflvm.neighbors import distance_matrix, fuzzy_connectivities, knn, memberships, write_neighbors
+from ibp_rflvm.plumbing.neighbors import (
+    distance_matrix,
+    fuzzy_connectivities,
+    knn,
+    memberships,
+    write_neighbors,
+)
 
 K = 10
 

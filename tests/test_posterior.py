@@ -10,11 +10,11 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.diagnostics import chain_table
-from ibp_rflvm.dimensions import effective_dimensions, k_plus_posterior
-from ibp_rflvm.posterior import Posterior, thin
-from ibp_rflvm.predictive import log_predictive_density, pointwise_log_predictive
-from ibp_rflvm.stacking import ChainWeights
+from ibp_rflvm.summaries.diagnostics import chain_table
+from ibp_rflvm.summaries.dimensions import effective_dimensions, k_plus_posterior
+from ibp_rflvm.summaries.posterior import Posterior, thin
+from ibp_rflvm.summaries.predictive import log_predictive_density, pointwise_log_predictive
+from ibp_rflvm.summaries.stacking import ChainWeights
 
 N_ITER = 12
 

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ibp_rflvm import IBPRFLVM, RFLVM, UnscaledDataWarning, holdout_mask
-from ibp_rflvm.io import MISSING, read_matrix
+from ibp_rflvm.plumbing.io import MISSING, read_matrix
 
 settings.register_profile(
     "props-ci",

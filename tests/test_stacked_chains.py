@@ -8,8 +8,14 @@ from scipy.special import logsumexp
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.embedding import latent_width, posterior_embedding
-from ibp_rflvm.stacking import pointwise_loglik, psis_loo, sample_weights, scored_entries, stacking_weights
+from ibp_rflvm.summaries.embedding import latent_width, posterior_embedding
+from ibp_rflvm.summaries.stacking import (
+    pointwise_loglik,
+    psis_loo,
+    sample_weights,
+    scored_entries,
+    stacking_weights,
+)
 
 FAST = {"n_iter": 30, "n_frequencies": 12, "random_state": 0}
 

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp
 
-from ibp_rflvm.stacking import (
+from ibp_rflvm.summaries.stacking import (
     MIN_DRAWS,
     k_threshold,
     pareto_k_summary,

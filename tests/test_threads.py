@@ -9,10 +9,11 @@ import threading
 import numpy as np
 import pytest
 
-from ibp_rflvm import IBPRFLVM, RFLVM, blocks, model
+from ibp_rflvm import IBPRFLVM, RFLVM, model
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.likelihoods.polya_gamma import crt_column_totals, draw_pg
 from ibp_rflvm.mcmc.driver import load_checkpoint, run_chain
+from ibp_rflvm.plumbing import blocks
 
 N, J = 40, 10
 ROWS, COLUMNS = 8, 3  # 5 row blocks, 4 column blocks

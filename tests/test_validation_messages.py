@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, UnscaledDataWarning
-from ibp_rflvm._validation import as_data_matrix, check_counts, labelled, warn_if_unscaled
+from ibp_rflvm.plumbing.validation import as_data_matrix, check_counts, labelled, warn_if_unscaled
 
 
 def test_raw_wine_warns_and_standardised_wine_does_not():

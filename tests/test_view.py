@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-from ibp_rflvm.embedding import fit_embedding, sample_block
 from ibp_rflvm.estimator import IBPRFLVM
 from ibp_rflvm.evaluation.latent_report import pca_scores
-from ibp_rflvm.view import MAX_COMPONENTS, place_rows, tsne_view, view, view_new_rows
+from ibp_rflvm.summaries.embedding import fit_embedding, sample_block
+from ibp_rflvm.summaries.view import MAX_COMPONENTS, place_rows, tsne_view, view, view_new_rows
 
 from .test_embedding import _relabelled, _sample
 

@@ -4,9 +4,9 @@ The IBP random Fourier feature latent variable model (IBP-RFLVM) and its dense c
 sampled by MCMC.
 """
 
-from ._validation import UnscaledDataWarning
 from .datasets.holdout import holdout_mask
 from .estimator import IBPRFLVM, RFLVM, CapReachedWarning, ChainsDisagreeWarning
+from .plumbing.validation import UnscaledDataWarning
 
 __all__ = [
     "IBPRFLVM", "RFLVM", "CapReachedWarning", "ChainsDisagreeWarning", "UnscaledDataWarning", "holdout_mask",

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .embedding import own_dimension, posterior_embedding
 from .estimator import IBPRFLVM, _RFLVMBase
-from .neighbors import N_NEIGHBORS, check_n_neighbors, write_neighbors
-from .posterior import Posterior, ordered_latent
+from .plumbing.neighbors import N_NEIGHBORS, check_n_neighbors, write_neighbors
+from .summaries.embedding import own_dimension, posterior_embedding
 from .summaries.meaning import dimension_summary
+from .summaries.posterior import Posterior, ordered_latent
 from .summaries.uncertainty import embedding_std
-from .view import MIN_ROWS as VIEW_MIN_ROWS
+from .summaries.view import MIN_ROWS as VIEW_MIN_ROWS
 
 if TYPE_CHECKING:  # pragma: no cover
     from anndata import AnnData
@@ -102,7 +102,7 @@ def ibp_rflvm(
     * ``adata.obsm["X_ibp_rflvm"]`` (``adata.obsm[key]`` when `key_added` is given): the cells'
       posterior embedding (the estimator's ``embedding_``, ``n_obs x embedding_dims_``): kernel
       principal components of the posterior-mean kernel over every kept sample, which do not depend
-      on how any sample labels or splits its dimensions (:mod:`ibp_rflvm.embedding`);
+      on how any sample labels or splits its dimensions (:mod:`ibp_rflvm.summaries.embedding`);
     * ``adata.obsm["X_ibp_rflvm_sample"]`` (``f"{obsm key}_sample"``): the final posterior sample's
       sparse latent positions ``X * Z`` (``latent_``, ``n_obs x K+``, most used dimension first),
       whose exact zeros show which cells use which dimension;
@@ -113,7 +113,7 @@ def ibp_rflvm(
       with ``adata.uns["ibp_rflvm_neighbors"]`` (``f"{key}_neighbors"``): the `n_neighbors` nearest
       cells by posterior distance (Euclidean in all the embedding's components, up to
       ``embedding.MAX_COMPONENTS``) and their UMAP connectivities, in scanpy's layout
-      (:mod:`ibp_rflvm.neighbors`), so ``sc.tl.umap(adata, neighbors_key="ibp_rflvm_neighbors")``
+      (:mod:`ibp_rflvm.plumbing.neighbors`), so ``sc.tl.umap(adata, neighbors_key="ibp_rflvm_neighbors")``
       and ``sc.tl.leiden(adata, neighbors_key=...)`` run without ``sc.pp.neighbors``;
     * ``adata.obsm["X_ibp_rflvm_std"]`` (``f"{obsm key}_std"``): the posterior standard deviation
       of each cell's embedding coordinates (``embedding_std_``);

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import blocks
+from .plumbing import blocks
 from .samplers import dimension_moves, dp_mixture
 from .state import ChainState, Data, ModelSpec, MoveCounts, MoveSeconds, SweepInfo
 from .targets import Target, View, Work, make_target
@@ -101,8 +101,8 @@ def sweep(
 ) -> tuple[ChainState, SweepInfo]:
     """One MCMC sweep of `spec` on `data` from `state`.
 
-    `threads` (:class:`ibp_rflvm.blocks.Blocks`) runs the sweep's blocked work on that many
-    threads; None: whatever :func:`ibp_rflvm.blocks.active` set (one thread outside it). The
+    `threads` (:class:`ibp_rflvm.plumbing.blocks.Blocks`) runs the sweep's blocked work on that many
+    threads; None: whatever :func:`ibp_rflvm.plumbing.blocks.active` set (one thread outside it). The
     result is the same bit for bit whatever the thread count.
     """
     kernel = build_sweep(spec, make_target(spec, data))

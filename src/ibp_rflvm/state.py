@@ -206,7 +206,7 @@ class MoveCounts(NamedTuple):
     """What a sweep's moves did, the one definition of the per-sweep counts: both backends'
     sweeps report them in :attr:`SweepInfo.moves` (the device's first in ``DeviceInfo.moves``,
     as device scalars), and the record keeps them (0 for a move the sweep does not run). One
-    sweep's are ints; :attr:`ibp_rflvm.posterior.Posterior.moves` holds each as a
+    sweep's are ints; :attr:`ibp_rflvm.summaries.posterior.Posterior.moves` holds each as a
     ``chains x sweeps`` array.
 
     ``z_flips``: entries of ``Z`` the slice step's Gibbs pass changed, ``new_dims``: the

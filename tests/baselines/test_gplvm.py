@@ -11,7 +11,7 @@ import pytest
 from ibp_rflvm.baselines import gplvm, gplvm_bound
 from ibp_rflvm.baselines.gplvm import BayesianGPLVM
 from ibp_rflvm.datasets.holdout import holdout_mask
-from ibp_rflvm.scoring import gaussian_logpdf, heldout_entries
+from ibp_rflvm.summaries.scoring import gaussian_logpdf, heldout_entries
 
 
 def _simulate(rng, N, J, D=2, lengthscale=1.5, noise_sd=0.1):

@@ -17,9 +17,9 @@ from ibp_rflvm.baselines import ibp_lfm_gibbs as ibp_lfm
 from ibp_rflvm.datasets import make_linear_cambridge
 from ibp_rflvm.datasets.holdout import holdout_mask
 from ibp_rflvm.datasets.synthetic import cambridge_shapes
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp
-from ibp_rflvm.scoring import gaussian_logpdf, heldout_entries, lpd_from_samples
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
+from ibp_rflvm.summaries.scoring import gaussian_logpdf, heldout_entries, lpd_from_samples
 
 
 def test_ibp_prior_through_the_model():

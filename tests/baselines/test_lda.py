@@ -7,7 +7,7 @@ import pytest
 
 from ibp_rflvm.baselines.lda import LDA, collapsed_log_joint
 from ibp_rflvm.datasets.holdout import holdout_mask
-from ibp_rflvm.scoring import heldout_entries, perplexity
+from ibp_rflvm.summaries.scoring import heldout_entries, perplexity
 
 from ..masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
 

@@ -7,7 +7,7 @@ import pytest
 
 from ibp_rflvm.baselines.pfa import PoissonFactorAnalysis, _crt_totals, gibbs_sweep
 from ibp_rflvm.datasets.holdout import holdout_mask
-from ibp_rflvm.scoring import heldout_entries, perplexity, poisson_logpmf
+from ibp_rflvm.summaries.scoring import heldout_entries, perplexity, poisson_logpmf
 
 from ..masked_checks import assert_masked_entries_unobserved, factor_data_with_frequent_column
 

@@ -14,9 +14,9 @@ from threadpoolctl import threadpool_limits
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask, model
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import dp_mixture, ibp
-from ibp_rflvm.scoring import log_mean_exp
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
+from ibp_rflvm.summaries.scoring import log_mean_exp
 
 
 @pytest.fixture(scope="module")

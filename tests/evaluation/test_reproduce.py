@@ -728,7 +728,7 @@ def test_cells_share_the_cores_among_the_workers(tmp_path, monkeypatch, cpus, n_
         seen.append((task.n_threads, est.get_params()["n_threads"]))
         raise _Done  # the harness logs it as a failed cell; nothing is fitted
 
-    from ibp_rflvm import blocks
+    from ibp_rflvm.plumbing import blocks
 
     monkeypatch.setattr(blocks, "available_cpus", lambda: cpus)
     monkeypatch.setattr(scheduling, "_backend", lambda n, s: _Capacity(n))

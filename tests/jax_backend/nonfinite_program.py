@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+import ibp_rflvm.jax_backend.kernel  # noqa: F401  (registers the device target)
 from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.jax_backend import jax, pg_series
 from ibp_rflvm.jax_backend.crt import crt_column_totals

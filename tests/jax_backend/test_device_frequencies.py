@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("jax")
 
-from ibp_rflvm.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.jax_backend import jax  # noqa: E402
 from ibp_rflvm.jax_backend.frequencies import ess_frequencies  # noqa: E402
+from ibp_rflvm.summaries.diagnostics import batch_mean_se  # noqa: E402
 
 from ..targets.test_frequency_moves import CHOL, MU, SIGMA, ZETA, _z_scores  # noqa: E402
 

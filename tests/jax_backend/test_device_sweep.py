@@ -16,10 +16,10 @@ import pytest
 pytest.importorskip("jax")
 
 from ibp_rflvm import model  # noqa: E402
-from ibp_rflvm.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.jax_backend import jax, sweep_kernel  # noqa: E402
 from ibp_rflvm.likelihoods import make_likelihood  # noqa: E402
 from ibp_rflvm.samplers import ibp  # noqa: E402
+from ibp_rflvm.summaries.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.targets import make_target  # noqa: E402
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")

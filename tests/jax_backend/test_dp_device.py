@@ -34,9 +34,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from scipy import integrate, stats  # noqa: E402
 
-from ibp_rflvm.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.jax_backend import dp_device as dp  # noqa: E402
 from ibp_rflvm.samplers.dp_mixture import _log_t_predictive  # noqa: E402
+from ibp_rflvm.summaries.diagnostics import batch_mean_se  # noqa: E402
 
 Z_MAX = 4.0
 #: K = 3 live slots among Kw = 6, not contiguous (ranks 0, 1, 2 sit at slots 1, 3, 4).

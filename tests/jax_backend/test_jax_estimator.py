@@ -7,8 +7,8 @@ import pytest
 pytest.importorskip("jax")
 
 from ibp_rflvm import IBPRFLVM, RFLVM  # noqa: E402
-from ibp_rflvm.checkpoint import CheckpointMismatch  # noqa: E402
 from ibp_rflvm.jax_backend import kernel  # noqa: E402
+from ibp_rflvm.plumbing.checkpoint import CheckpointMismatch  # noqa: E402
 
 
 def _counts(seed=0, n=40, j=12):

@@ -7,10 +7,11 @@ import pytest
 
 pytest.importorskip("jax")
 
+import ibp_rflvm.jax_backend.kernel  # noqa: E402, F401  (registers the device target)
 from ibp_rflvm import model  # noqa: E402
-from ibp_rflvm.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.likelihoods import make_likelihood  # noqa: E402
 from ibp_rflvm.samplers import ibp  # noqa: E402
+from ibp_rflvm.summaries.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.targets import make_target  # noqa: E402
 
 from ..likelihoods.test_likelihood_joint import _run_and_check  # noqa: E402

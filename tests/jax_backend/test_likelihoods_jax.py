@@ -17,7 +17,6 @@ pytest.importorskip("jax")
 
 from scipy import special, stats  # noqa: E402
 
-from ibp_rflvm.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.jax_backend import jax  # noqa: E402
 from ibp_rflvm.jax_backend.likelihoods import DeviceData  # noqa: E402
 from ibp_rflvm.jax_backend.likelihoods_more import for_likelihood  # noqa: E402
@@ -30,6 +29,7 @@ from ibp_rflvm.likelihoods import (  # noqa: E402
     PoissonLikelihood,
 )
 from ibp_rflvm.likelihoods.base import LikelihoodParams  # noqa: E402
+from ibp_rflvm.summaries.diagnostics import batch_mean_se  # noqa: E402
 
 jnp = jax.numpy
 lax = jax.lax

@@ -14,10 +14,10 @@ from scipy import special
 from scipy.special import expit
 
 from ibp_rflvm import model
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.priors import IndianBuffet, make_prior
 from ibp_rflvm.samplers import ibp
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 from ..samplers.test_ibp import capped_prior_moments
 from ..samplers.test_ibp_beta import learned_beta_moments

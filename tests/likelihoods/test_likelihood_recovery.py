@@ -8,7 +8,7 @@ from scipy.special import expit, xlogy
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
 from ibp_rflvm.features import feature_map
-from ibp_rflvm.scoring import perplexity
+from ibp_rflvm.summaries.scoring import perplexity
 
 N, J, K, M = 120, 25, 2, 20
 N_TRIALS = 8

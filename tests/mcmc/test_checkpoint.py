@@ -208,7 +208,7 @@ def test_extension_keeps_the_checkpoints_burn_in(tmp_path):
 
 
 def test_checkpoint_for_other_data_or_settings_is_refused_naming_the_difference(tmp_path):
-    from ibp_rflvm.checkpoint import CheckpointMismatch
+    from ibp_rflvm.plumbing.checkpoint import CheckpointMismatch
 
     Y_train, _ = _data()
     path = str(tmp_path / "c.ckpt")
@@ -258,7 +258,7 @@ def _damaged_files(good: bytes) -> dict[str, bytes]:
 
 
 def test_damaged_or_foreign_files_give_a_clear_error_naming_the_file(tmp_path):
-    from ibp_rflvm.checkpoint import CheckpointError
+    from ibp_rflvm.plumbing.checkpoint import CheckpointError
 
     Y_train, _ = _data()
     kw = {"n_iter": 3, "n_frequencies": 6, "random_state": 0}
@@ -281,7 +281,7 @@ def test_loading_never_unpickles(tmp_path, monkeypatch):
     import pickle
     import zipfile
 
-    from ibp_rflvm.checkpoint import CheckpointError
+    from ibp_rflvm.plumbing.checkpoint import CheckpointError
 
     Y_train, _ = _data()
     path = tmp_path / "c.ckpt"
@@ -314,7 +314,7 @@ def test_loading_never_unpickles(tmp_path, monkeypatch):
 def test_checkpoints_time_their_sweeps_across_a_resume(tmp_path):
     """The wall seconds a checkpoint records (for `reproduce --status`) cover every sweep run so
     far, across a resume; a checkpoint written before they existed is timed from its resume."""
-    from ibp_rflvm.checkpoint import read_tree, write_tree
+    from ibp_rflvm.plumbing.checkpoint import read_tree, write_tree
 
     Y_train, _ = _data()
     path = tmp_path / "c.ckpt"

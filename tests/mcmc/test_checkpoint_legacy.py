@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM, holdout_mask
-from ibp_rflvm.checkpoint import read_tree, write_tree
 from ibp_rflvm.datasets import make_cambridge
+from ibp_rflvm.plumbing.checkpoint import read_tree, write_tree
 
 OLD_SETTINGS = {
     "z_prior": "ibp", "ibp_beta": 1.0, "ibp_beta_prior": [1.0, 1.0], "ibp_beta_warmup": 0,

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, RFLVM
-from ibp_rflvm.checkpoint import read_tree
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.diagnostics import move_table
 from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.mcmc.record import NOT_RECORDED, ChainRecord, ChainResult, MoveCounts, Sample
 from ibp_rflvm.model import build_sweep
+from ibp_rflvm.plumbing.checkpoint import read_tree
 from ibp_rflvm.state import ChainState
+from ibp_rflvm.summaries.diagnostics import move_table
 from ibp_rflvm.targets import make_target
 
 N_ITER, BURN_IN, N_FREQ, SEED = 10, 2, 6, 5

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from ibp_rflvm import IBPRFLVM, model
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.likelihoods.gaussian import GaussianLikelihood, GaussianPrior
@@ -25,6 +24,7 @@ from ibp_rflvm.mcmc.tempering import (
     swap_log_ratio,
     swap_pass,
 )
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 from ibp_rflvm.targets import make_target
 from ibp_rflvm.targets.collapsed import loglik_direct
 

@@ -12,9 +12,9 @@ import pytest
 
 from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers.ibp_beta import log_z_prior
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 GRID = (0.25, 1.0, 4.0)
 

@@ -11,8 +11,8 @@ import pytest
 from scipy import integrate, stats
 
 from ibp_rflvm import model
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.samplers import ibp, transfer
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 
 def capped_prior_moments(a: float, b: float, n: int, cap: int) -> tuple[float, float]:

@@ -17,9 +17,9 @@ from scipy import integrate, special, stats
 from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.baselines import IBPLinearFactorModel
 from ibp_rflvm.datasets import make_cambridge
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import ibp, ibp_beta
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 Z_SMALL = np.array(
     [[1, 1, 0, 0, 0], [1, 0, 1, 0, 0], [0, 1, 0, 0, 0], [1, 0, 0, 1, 1], [1, 1, 0, 0, 0], [0, 0, 0, 0, 0]]

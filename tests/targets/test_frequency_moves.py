@@ -23,11 +23,11 @@ import math
 import numpy as np
 import pytest
 
-from ibp_rflvm.diagnostics import batch_mean_se
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.likelihoods.gaussian import GaussianPrior
+from ibp_rflvm.summaries.diagnostics import batch_mean_se
 from ibp_rflvm.targets import frequency_moves
 from ibp_rflvm.targets.collapsed_frequencies import ess_frequencies_collapsed
 from ibp_rflvm.targets.factorised_state import FactorisedState, ess_w

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._sparse import data_matrix
-from .._validation import check_counts, check_int, check_positive, resolve_burn_in  # noqa: F401 (re-exported)
-from ..scoring import heldout_entries, lpd_from_samples, perplexity
+from ..plumbing.sparse import data_matrix
+from ..plumbing.validation import check_counts, check_int, check_positive, resolve_burn_in  # noqa: F401 (re-exported)
+from ..summaries.scoring import heldout_entries, lpd_from_samples, perplexity
 
 
 def check_fitted(est, attribute: str) -> None:

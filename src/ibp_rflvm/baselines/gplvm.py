@@ -48,9 +48,9 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from .._sparse import data_matrix
-from .._validation import check_random_state
-from ..scoring import gaussian_logpdf, heldout_entries
+from ..plumbing.sparse import data_matrix
+from ..plumbing.validation import check_random_state
+from ..summaries.scoring import gaussian_logpdf, heldout_entries
 from ._common import check_fitted, check_int, check_positive, heldout_matrix
 from .gplvm_bound import (
     ObservedData,

@@ -2,7 +2,7 @@
 
 :class:`IBPLinearFactorModel` checks its settings, runs the chain of
 :mod:`ibp_rflvm.baselines.ibp_lfm_gibbs` (the model and its sweep are described there) and scores
-held-out entries with the shared metrics of :mod:`ibp_rflvm.scoring`.
+held-out entries with the shared metrics of :mod:`ibp_rflvm.summaries.scoring`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numbers
 
 import numpy as np
 
-from .._sparse import data_matrix
-from .._validation import check_random_state
-from ..scoring import gaussian_logpdf, lpd_from_samples
+from ..plumbing.sparse import data_matrix
+from ..plumbing.validation import check_random_state
+from ..summaries.scoring import gaussian_logpdf, lpd_from_samples
 from ._common import check_fitted, check_int, check_positive, heldout_for, resolve_burn_in
 from .ibp_lfm_gibbs import LFMParams, init_state, observed_loglik, sweep
 

@@ -80,7 +80,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..samplers import ibp
 from ..samplers.dimension_moves import owned_alone, singleton_plan
 from ..samplers.ibp_beta import update_beta
-from ..scoring import LOG_2PI
+from ..summaries.scoring import LOG_2PI
 
 
 @dataclass

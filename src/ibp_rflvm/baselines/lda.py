@@ -44,8 +44,8 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from .._sparse import data_matrix
-from .._validation import check_counts, check_random_state
+from ..plumbing.sparse import data_matrix
+from ..plumbing.validation import check_counts, check_random_state
 from ._common import (
     CountScoresMixin,
     check_fitted,

@@ -50,10 +50,10 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from .._sparse import data_matrix
-from .._validation import check_counts, check_random_state
+from ..plumbing.sparse import data_matrix
+from ..plumbing.validation import check_counts, check_random_state
 from ..samplers.crt import crt_draw
-from ..scoring import poisson_logpmf
+from ..summaries.scoring import poisson_logpmf
 from ._common import (
     CountScoresMixin,
     check_fitted,

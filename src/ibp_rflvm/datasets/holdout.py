@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._sparse import check_missing_mask, is_sparse
-from .._validation import as_data_matrix, check_random_state
+from ..plumbing.sparse import check_missing_mask, is_sparse
+from ..plumbing.validation import as_data_matrix, check_random_state
 
 
 class HoldoutMasks(NamedTuple):

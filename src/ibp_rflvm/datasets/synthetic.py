@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_random_state
+from ..plumbing.validation import check_random_state
 
 #: The four Cambridge-bars shapes on a 6x6 grid, row-major, 0-based flat indices.
 CAMBRIDGE_SHAPES: dict[str, tuple[int, ...]] = {

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..dimensions import effective_dimensions
-from ..embedding import own_dimension, posterior_embedding
-from ..posterior import Posterior
+from ..summaries.dimensions import effective_dimensions
+from ..summaries.embedding import own_dimension, posterior_embedding
+from ..summaries.posterior import Posterior
 from .experiments import (
     FIGURES,
     HOLDOUT_FRACTION,

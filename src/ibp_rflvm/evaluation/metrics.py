@@ -1,5 +1,6 @@
 """The k-nearest-neighbour accuracy by which Table 3 judges a latent space, with the seed of each
-data set's cross-validation split. Held-out densities and perplexity are :mod:`ibp_rflvm.scoring`."""
+data set's cross-validation split. Held-out densities and perplexity are
+:mod:`ibp_rflvm.summaries.scoring`."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..blocks import threads_per_chain
+from ..plumbing.blocks import threads_per_chain
 from . import cells as _cells
 from .cells import CellTask, _drop_checkpoint, compute_cell, dataset_arrays
 from .experiments import METHODS, Cell, ReproduceError, RunConfig

@@ -32,12 +32,13 @@ jax.config.update("jax_enable_x64", True)
 
 
 def __getattr__(name: str):
-    # The user's kernel builder reads an estimator's parameters, a floor above this package: it
-    # is imported when asked for, so that importing the backend never imports the estimators.
+    # The user's kernel builder reads an estimator's parameters, so it lives with the estimators
+    # a floor above this package; it is looked up by name when asked for (the one way up from
+    # here), so that importing the backend never imports the estimators.
     if name == "sweep_kernel":
         import importlib
 
-        return importlib.import_module(f"{__name__}.user").sweep_kernel
+        return importlib.import_module("ibp_rflvm.estimator.device").sweep_kernel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -19,10 +19,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import blocks
 from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
+from ..plumbing import blocks
 from ..state import ChainState, Data, ModelSpec, MoveCounts, SweepInfo
+from ..targets import register_device_target
 from ..targets.factorised import FactorisedTarget
 from . import jax, programs
 from .likelihoods_more import for_likelihood
@@ -220,7 +221,7 @@ class DeviceSweepTarget:
 
     What :func:`ibp_rflvm.targets.make_target` gives for ``backend="jax"``: the chain's start on
     the host (as the numba backend's), then every sweep on the device (:mod:`.sweep`), the rows
-    sharded over the devices of :func:`ibp_rflvm.blocks.current` (every device by default).
+    sharded over the devices of :func:`ibp_rflvm.plumbing.blocks.current` (every device by default).
 
     Parameters
     ----------
@@ -252,7 +253,7 @@ class DeviceSweepTarget:
         self._placed: dict = {}
 
     def placement(self) -> Placement:
-        """The chain's devices (those of :func:`ibp_rflvm.blocks.current`, else every device):
+        """The chain's devices (those of :func:`ibp_rflvm.plumbing.blocks.current`, else every device):
         the rows sharded over a mesh of as many of them as divide the number of row groups."""
         devs = blocks.current().devices or tuple(jax.devices())
         groups = self.dlik.row_groups
@@ -337,6 +338,10 @@ class DeviceSweepTarget:
                                          obs, state.params, self.prep, rows=np.array([row]))  # fmt: skip
         return [int(j) for j in obs[~np.isfinite(lp)]]
 
+
+# make_target finds the device target here: the targets sit below this package and name no
+# device library.
+register_device_target("jax", DeviceSweepTarget)
 
 __all__ = [
     "DeviceSweepTarget", "Placement", "check_finite", "compiled_count", "device_run", "resolve_devices",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import _positions
+from ..plumbing.validation import _positions
 from .binomial import BinomialLikelihood
 
 

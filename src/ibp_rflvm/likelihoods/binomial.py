@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, gammaln
 
-from .._validation import MAX_COUNT, _positions
+from ..plumbing.validation import MAX_COUNT, _positions
 from .base import LikelihoodParams, Prepared
 from .polya_gamma import LogisticPG, check_finite_counts, softplus
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaln
 
-from .._validation import check_magnitude
+from ..plumbing.validation import check_magnitude
 from .base import LikelihoodParams, Prepared
 
 __all__ = ["GaussianLikelihood", "GaussianPrior"]

@@ -31,7 +31,7 @@ from numba import njit
 from scipy.linalg.blas import dsyrk as _syrk
 from scipy.special import gammaln, logsumexp
 
-from .. import blocks as _blocks
+from ..plumbing import blocks as _blocks
 from .base import Likelihood, LikelihoodParams, Prepared
 from .polya_gamma import _FAST, _positive, check_finite_counts, cholesky_draw, draw_pg, exp_poly
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import gammaln
 
-from .. import blocks as _blocks
+from ..plumbing import blocks as _blocks
 from .base import LikelihoodParams, Prepared
 from .offsets import add_offset, check_size_factors, offset_arrays, offset_of
 from .polya_gamma import (

@@ -21,7 +21,7 @@ The regimes (``docs/polya_gamma.md`` has the derivations and the measurements):
 
 Every random number derives from the chain's ``numpy.random.Generator``: :func:`draw_pg_exact`
 takes one key from it and draws each block of rows from that key's Philox stream for the block
-(:mod:`ibp_rflvm.blocks`), so the blocks can run on several threads and a seed still fixes every
+(:mod:`ibp_rflvm.plumbing.blocks`), so the blocks can run on several threads and a seed still fixes every
 draw, whatever the thread count; a restored Generator state repeats them.
 """
 
@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .. import blocks as _blocks
+from ..plumbing import blocks as _blocks
 from .pg_series import B_MIN, K_MAX, TV_TARGET, WORK_EXTRA, jstar_series, series_terms
 
 __all__ = ["TV_TARGET", "draw_pg_exact", "pg_mean", "pg_var"]
@@ -364,7 +364,7 @@ def draw_pg_exact(
     """``omega ~ PG(b, c)`` elementwise (``b >= 0``; ``PG(0, c)`` is the point mass at 0).
 
     The last axis is the columns, the rest the rows (a 1-D array is one column). One key is drawn
-    from `rng`; each block of rows (`blocks`, default :func:`ibp_rflvm.blocks.current`) draws
+    from `rng`; each block of rows (`blocks`, default :func:`ibp_rflvm.plumbing.blocks.current`) draws
     from its own stream of that key, so the result is the same with any number of threads.
     """
     blocks = _blocks.current() if blocks is None else blocks

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from .. import blocks as _blocks
+from ..plumbing import blocks as _blocks
 from ..samplers.ess import elliptical_slice
 from .base import Likelihood, LikelihoodParams, Prepared
 from .offsets import add_offset, check_size_factors, offset_arrays, offset_of

@@ -21,7 +21,7 @@ so with ``beta_j ~ N(0, s^2 I)`` each column's weights have the Gaussian conditi
   likelihoods derive from.
 
 Everything here that touches all ``N x J`` entries runs by blocks of rows or columns of fixed
-size on the sweep's threads (:mod:`ibp_rflvm.blocks`): split over outputs, never over a sum, and
+size on the sweep's threads (:mod:`ibp_rflvm.plumbing.blocks`): split over outputs, never over a sum, and
 random draws from per-block streams, so the numbers do not depend on the thread count.
 """
 
@@ -34,8 +34,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from .. import blocks as _blocks
-from .._validation import _positions, check_counts
+from ..plumbing import blocks as _blocks
+from ..plumbing.validation import _positions, check_counts
 from ..samplers.crt import crt_draw
 from .base import Likelihood, LikelihoodParams, Prepared
 from .offsets import offset_of
@@ -60,7 +60,7 @@ def draw_pg(rng: np.random.Generator, b: np.ndarray, c: np.ndarray) -> np.ndarra
     cost less than the sum), drawn from ``K`` series terms and a remainder matching seven
     cumulants, within a total-variation distance of 1e-10 (see :mod:`.pg_series` and
     ``docs/polya_gamma.md``). One key comes from `rng` and each block of rows draws from
-    its own stream of it (:mod:`ibp_rflvm.blocks`), so a seed fixes the draws whatever the
+    its own stream of it (:mod:`ibp_rflvm.plumbing.blocks`), so a seed fixes the draws whatever the
     number of threads.
     """
     return draw_pg_exact(rng, b, c)
@@ -203,7 +203,7 @@ def crt_column_totals(
     """``L_j = sum_i CRT(y_ij, r_j)`` over the OBSERVED entries of each column.
 
     One key from `rng`; each block of columns draws from its own stream of it on the sweep's
-    threads (:mod:`ibp_rflvm.blocks`), so the totals do not depend on the thread count.
+    threads (:mod:`ibp_rflvm.plumbing.blocks`), so the totals do not depend on the thread count.
     """
     blocks = _blocks.current()
     J = Y0.shape[1]

@@ -36,12 +36,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import blocks
-from ..checkpoint import CheckpointError, CheckpointMismatch, read_tree, remove_stale_temporaries, write_tree
-from ..effective import effective_share, importance_and_gain
 from ..model import ChainState, Data, ModelSpec, build_sweep
+from ..plumbing import blocks
+from ..plumbing.checkpoint import (
+    CheckpointError,
+    CheckpointMismatch,
+    read_tree,
+    remove_stale_temporaries,
+    write_tree,
+)
 from ..priors import LEGACY_SETTINGS
 from ..targets import make_target
+from .effective import effective_share, importance_and_gain
 from .record import ChainRecord, ChainResult
 
 __all__ = [
@@ -195,7 +201,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     state's ``Y`` holds the imputed entries only), and ``seconds`` over ``timed_sweeps``: the
     wall time of the sweeps timed so far (both 0 in checkpoints written before they existed).
 
-    Raises :class:`~ibp_rflvm.checkpoint.CheckpointError` naming the file when it is not a
+    Raises :class:`~ibp_rflvm.plumbing.checkpoint.CheckpointError` naming the file when it is not a
     whole checkpoint of this format.
     """
     tree = read_tree(path)
@@ -305,7 +311,7 @@ def drive(
         Continue from the checkpoint at `checkpoint_path` when there is one.
     progress : tqdm.tqdm or None, default=None
         A progress bar to advance after each step.
-    threads : ibp_rflvm.blocks.Blocks or None, default=None
+    threads : ibp_rflvm.plumbing.blocks.Blocks or None, default=None
         Runs each step's blocked work on that many threads (None: one). Not part of what a
         checkpoint belongs to: the chain is the same bit for bit with any thread count, so a
         chain checkpointed on 2 threads resumes on 1.
@@ -319,7 +325,7 @@ def drive(
 
     Raises
     ------
-    ibp_rflvm.checkpoint.CheckpointError
+    ibp_rflvm.plumbing.checkpoint.CheckpointError
         With `resume`, a checkpoint for other data or settings, or a damaged file.
     """
     with blocks.active(blocks.Blocks() if threads is None else threads):

@@ -1,6 +1,6 @@
 """Posterior summaries that read the latent space: what each dimension does to the data and
 how sure the posterior is about each row's place. Pure functions of a
-:class:`~ibp_rflvm.posterior.Posterior`; the estimators name them through
+:class:`~ibp_rflvm.summaries.posterior.Posterior`; the estimators name them through
 :class:`~ibp_rflvm.summaries.mixin.LatentSummaryMixin`."""
 
 from .align import align

@@ -4,9 +4,9 @@
   dimensions so small that the fit would not miss them, and the sampler changes it slowly, so
   it can stay near where a chain started.
 * Effective dimensions: those whose removal from a sample costs the fit a real share of its gain
-  over no latent dimensions (:mod:`ibp_rflvm.effective`): the dimensions the data would miss.
+  over no latent dimensions (:mod:`ibp_rflvm.mcmc.effective`): the dimensions the data would miss.
 * Embedding dimensions: the kernel principal components of the posterior embedding carrying 90%
-  of its kernel's trace, never fewer than the median ``K+`` (:mod:`ibp_rflvm.embedding`). They
+  of its kernel's trace, never fewer than the median ``K+`` (:mod:`ibp_rflvm.summaries.embedding`). They
   describe where the rows lie over the whole posterior, a mixture of samples and chains, and
   can exceed both.
 """
@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..dimensions import effective_dims_posterior, k_plus_posterior, posterior_median
-from ..embedding import own_dimension
-from ..posterior import Posterior
+from .dimensions import effective_dims_posterior, k_plus_posterior, posterior_median
+from .embedding import own_dimension
+from .posterior import Posterior
 
 #: One sentence per count: what it counts.
 MEANINGS = {

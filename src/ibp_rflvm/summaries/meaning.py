@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..posterior import Posterior
 from .align import MIN_SIMILARITY, align
 from .effects import sample_effects
+from .posterior import Posterior
 
 #: Reported dimensions exist in at least this share of the posterior.
 MIN_PROBABILITY = 0.5

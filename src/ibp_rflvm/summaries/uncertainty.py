@@ -1,6 +1,6 @@
 """How sure the posterior is about each row's place in the embedding.
 
-The posterior embedding (:mod:`ibp_rflvm.embedding`) is the kernel principal components of
+The posterior embedding (:mod:`ibp_rflvm.summaries.embedding`) is the kernel principal components of
 ``Kbar = sum_s w_s C_s C_s^T``, with ``C_s`` sample ``s``'s centred block of per-row function
 values (``N x J``, in the data's columns, so comparable across samples). With
 ``U = V / sqrt(lambda)`` (``V`` the eigenvectors), the embedded rows are
@@ -25,8 +25,8 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..embedding import embedding_samples, posterior_block, posterior_embedding
-from ..posterior import Posterior
+from .embedding import embedding_samples, posterior_block, posterior_embedding
+from .posterior import Posterior
 
 
 def _directions(posterior: Posterior, n: int) -> np.ndarray:

@@ -12,6 +12,9 @@ What the sweep asks of a target is in :mod:`.base`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..likelihoods.base import Likelihood
 from ..state import Data, ModelSpec
 from .base import Target, View, Work
 from .collapsed import CollapsedGaussianTarget
@@ -24,6 +27,17 @@ def likelihood_target(spec: ModelSpec, data: Data) -> CollapsedGaussianTarget | 
     lik = spec.likelihood
     kind = CollapsedGaussianTarget if lik.collapsed else FactorisedTarget
     return kind(lik, data, spec)
+
+
+#: The targets that hold a whole sweep on a device, by ``ModelSpec.backend``. A device backend
+#: sits a floor above the targets and registers its own when its module is imported, so that
+#: choosing the model kind never imports a device library.
+DEVICE_TARGETS: dict[str, Callable[[Likelihood, Data, ModelSpec], Target]] = {}
+
+
+def register_device_target(backend: str, target: Callable[[Likelihood, Data, ModelSpec], Target]) -> None:
+    """Make `target` what :func:`make_target` gives for ``ModelSpec(backend=backend)``."""
+    DEVICE_TARGETS[backend] = target
 
 
 def make_target(spec: ModelSpec, data: Data) -> Target:
@@ -39,25 +53,32 @@ def make_target(spec: ModelSpec, data: Data) -> Target:
     Returns
     -------
     Target
-        :class:`PriorTarget` without the likelihood; on ``backend="jax"`` the whole-sweep
-        device target (:class:`ibp_rflvm.jax_backend.kernel.DeviceSweepTarget`); else the
-        collapsed Gaussian or the factorised target.
+        :class:`PriorTarget` without the likelihood; on a device backend the whole-sweep
+        target registered for it (``"jax"``:
+        :class:`ibp_rflvm.jax_backend.kernel.DeviceSweepTarget`); else the collapsed Gaussian
+        or the factorised target.
 
     Raises
     ------
     ValueError
         On ``backend="jax"``, for a likelihood or setting the device sweep does not run.
+    RuntimeError
+        On a device backend whose module has not been imported (the estimators import it).
     """
-    if spec.backend == "jax" and spec.use_likelihood:
+    if spec.backend != "numba" and spec.use_likelihood:
+        target = DEVICE_TARGETS.get(spec.backend)
+        if target is None:
+            raise RuntimeError(
+                f"backend={spec.backend!r} has no device target registered: import "
+                f"ibp_rflvm.{spec.backend}_backend.kernel first (the estimators do)"
+            )
         # The device likelihoods say which likelihoods run there (ValueError for the others).
-        from ..jax_backend.kernel import DeviceSweepTarget
-
-        return DeviceSweepTarget(spec.likelihood, data, spec)
+        return target(spec.likelihood, data, spec)
     target = likelihood_target(spec, data)
     return target if spec.use_likelihood else PriorTarget(target)
 
 
 __all__ = [
-    "CollapsedGaussianTarget", "FactorisedTarget", "PriorTarget", "Target", "View", "Work",
-    "likelihood_target", "make_target",
+    "DEVICE_TARGETS", "CollapsedGaussianTarget", "FactorisedTarget", "PriorTarget", "Target", "View", "Work",
+    "likelihood_target", "make_target", "register_device_target",
 ]  # fmt: skip

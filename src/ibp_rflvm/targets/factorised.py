@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import blocks as _blocks
 from ..features import feature_map
 from ..likelihoods.base import LikelihoodParams
+from ..plumbing import blocks as _blocks
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
 from .factorised_state import FactorisedState, ess_w, update_w, update_x, update_z

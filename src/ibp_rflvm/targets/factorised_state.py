@@ -8,7 +8,7 @@ slice sampler's ``pi*`` factor, in compiled code). A frequency proposal changes 
 being recomputed.
 
 The products ``Phi beta``, the row log-likelihoods and the rank-2 updates run by blocks of rows
-on the sweep's threads (:mod:`ibp_rflvm.blocks`); each row is computed the same way whatever the
+on the sweep's threads (:mod:`ibp_rflvm.plumbing.blocks`); each row is computed the same way whatever the
 thread count. The slice sampler's visit of the rows and the elliptical slice draws stay on the
 chain's Generator, in one thread: they take few numbers, in an order that is part of the chain.
 """
@@ -20,9 +20,9 @@ import math
 import numpy as np
 from numba import njit
 
-from .. import blocks as _blocks
 from ..features import feature_map, frequency_columns
 from ..likelihoods.base import Likelihood, LikelihoodParams, Prepared
+from ..plumbing import blocks as _blocks
 from ..samplers import ibp
 from ..samplers.ess import elliptical_slice
 from .frequency_bound import FrequencyBound

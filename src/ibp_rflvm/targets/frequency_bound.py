@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import blocks as _blocks
+from ..plumbing import blocks as _blocks
 
 #: Relative size of the rounding margin (see the module's docstring).
 MARGIN = 1e-6

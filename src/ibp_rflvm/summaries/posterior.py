@@ -2,9 +2,9 @@
 
 Every summary of a fit is a function of one of these (as numpyro's ``Predictive`` and
 ``diagnostics.summary`` are functions of the posterior samples): held-out scoring and new rows
-(:mod:`ibp_rflvm.predictive`), the number of dimensions (:mod:`ibp_rflvm.dimensions`), the
-embedding (:mod:`ibp_rflvm.embedding`), the ArviZ export and summary
-(:mod:`ibp_rflvm.diagnostics`), the AnnData tool and the reproduction harness. The estimators
+(:mod:`ibp_rflvm.summaries.predictive`), the number of dimensions (:mod:`ibp_rflvm.summaries.dimensions`), the
+embedding (:mod:`ibp_rflvm.summaries.embedding`), the ArviZ export and summary
+(:mod:`ibp_rflvm.summaries.diagnostics`), the AnnData tool and the reproduction harness. The estimators
 hold theirs as ``posterior_``.
 
 Latent dimensions have no identity across chains, so what needs one coordinate system (the
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .mcmc.record import ChainResult, MoveCounts, Sample
+from ..mcmc.record import ChainResult, MoveCounts, Sample
 from .stacking import ChainWeights, sample_weights
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model import ChainState, Data, ModelSpec
+    from ..model import ChainState, Data, ModelSpec
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,7 +46,7 @@ class Posterior:
         The model.
     chain_starts : ndarray of shape (n_chains,)
         Each chain's starting number of dimensions.
-    stacking : ibp_rflvm.stacking.ChainWeights
+    stacking : ibp_rflvm.summaries.stacking.ChainWeights
         The chains' weights and their PSIS-LOO scores.
     burn_in : int
         The sweeps before the first kept sample.
@@ -138,7 +138,7 @@ class Posterior:
         """Per-sweep counts of what the sweep's moves did, each a ``chains x sweeps`` int array
         (the fields of :class:`~ibp_rflvm.mcmc.record.MoveCounts`; ``-1`` for the sweeps of a
         checkpoint written before the counts were kept). Rates per move are in
-        :func:`ibp_rflvm.diagnostics.move_table`."""
+        :func:`ibp_rflvm.summaries.diagnostics.move_table`."""
         per_chain = [np.array(res.record.moves, dtype=np.int64).reshape(-1, len(MoveCounts._fields))
                      for res in self.chains]  # fmt: skip
         return MoveCounts(*np.moveaxis(np.stack(per_chain), 2, 0))

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .features import feature_map
-from .likelihoods.base import LikelihoodParams
-from .state import Data, ModelSpec
-from .targets import likelihood_target
+from ..features import feature_map
+from ..likelihoods.base import LikelihoodParams
+from ..state import Data, ModelSpec
+from ..targets import likelihood_target
 
 #: Nats per observed entry that removing a dimension must cost before it counts as effective.
 #: The threshold scales with the number of observed entries because a dimension should matter

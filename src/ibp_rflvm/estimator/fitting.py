@@ -3,7 +3,7 @@
 :class:`~ibp_rflvm.IBPRFLVM` and :class:`~ibp_rflvm.RFLVM` (:mod:`ibp_rflvm.estimator`) differ
 only in their parameters and whether the IBP is on. ``__init__`` stores parameters only;
 ``fit`` runs the MCMC chains and keeps what they leave as ``posterior_``
-(:class:`~ibp_rflvm.posterior.Posterior`); fitted attributes end in ``_``.
+(:class:`~ibp_rflvm.summaries.posterior.Posterior`); fitted attributes end in ``_``.
 ``NaN`` in the data, or ``True`` in the ``missing_mask`` keyword, marks unobserved entries:
 they are imputed by data augmentation inside the chain, never treated as zeros.
 Data may be dense or ``scipy.sparse``; a sparse matrix's zeros are observed zeros.
@@ -18,28 +18,28 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
-from . import blocks
-from ._sparse import data_matrix
-from ._validation import (
+from ..likelihoods import make_likelihood
+from ..mcmc.driver import run_chain
+from ..mcmc.tempering import ladder_for, run_tempered
+from ..model import ChainState, Data, ModelSpec
+from ..plumbing import blocks
+from ..plumbing.chain_pool import run_chains
+from ..plumbing.sparse import data_matrix
+from ..plumbing.validation import (
     check_int,
     check_positive,
     check_random_state,
     resolve_burn_in,
     warn_if_unscaled,
 )
-from .chain_pool import run_chains
-from .dimensions import EffectiveDimensionsMixin
-from .embedding import PosteriorEmbeddingMixin
-from .likelihoods import make_likelihood
-from .mcmc.driver import run_chain
-from .mcmc.tempering import ladder_for, run_tempered
-from .model import ChainState, Data, ModelSpec
-from .posterior import Posterior, ordered_latent
-from .predictive import PredictiveMixin, new_rows
-from .priors import FeaturePrior, default_prior
-from .stacking import COMBINE, chain_weights
-from .state import FREQUENCY_UPDATES
-from .summaries.mixin import LatentSummaryMixin
+from ..priors import FeaturePrior, default_prior
+from ..state import FREQUENCY_UPDATES
+from ..summaries.dimensions import EffectiveDimensionsMixin
+from ..summaries.embedding import PosteriorEmbeddingMixin
+from ..summaries.mixin import LatentSummaryMixin
+from ..summaries.posterior import Posterior, ordered_latent
+from ..summaries.predictive import PredictiveMixin, new_rows
+from ..summaries.stacking import COMBINE, chain_weights
 
 
 class ChainsDisagreeWarning(UserWarning):
@@ -66,11 +66,12 @@ class _RFLVMBase(
     PredictiveMixin, EffectiveDimensionsMixin, PosteriorEmbeddingMixin, LatentSummaryMixin, BaseEstimator
 ):
     """Shared fitting; subclasses say whether the IBP is on. A fit leaves ``posterior_`` (a
-    :class:`~ibp_rflvm.posterior.Posterior`: the chains, their weights from
-    :mod:`ibp_rflvm.stacking`, the data view and the spec); held-out scoring and new rows
-    (:mod:`ibp_rflvm.predictive`), the number of dimensions (:mod:`ibp_rflvm.dimensions`), the
-    embedding (:mod:`ibp_rflvm.embedding`) and the diagnostics (:mod:`ibp_rflvm.diagnostics`)
-    are functions of it, which the mixins and methods here name."""
+    :class:`~ibp_rflvm.summaries.posterior.Posterior`: the chains, their weights from
+    :mod:`ibp_rflvm.summaries.stacking`, the data view and the spec); held-out scoring and new
+    rows (:mod:`ibp_rflvm.summaries.predictive`), the number of dimensions
+    (:mod:`ibp_rflvm.summaries.dimensions`), the embedding (:mod:`ibp_rflvm.summaries.embedding`)
+    and the diagnostics (:mod:`ibp_rflvm.summaries.diagnostics`) are functions of it, which the
+    mixins and methods here name."""
 
     _ibp: bool = True
     #: Fitted attributes ``<name>_`` of the prior's variables that the estimator documents
@@ -186,7 +187,7 @@ class _RFLVMBase(
             Data the likelihood cannot take (non-numeric, infinite, a row or column with no
             observed entry, negative or non-integer counts, ...), with the first offending
             entries named; a parameter out of range.
-        ibp_rflvm.checkpoint.CheckpointError
+        ibp_rflvm.plumbing.checkpoint.CheckpointError
             With `resume`, a checkpoint for other data or settings, or a damaged file (a
             ``ValueError`` naming the file and what differs).
 
@@ -218,7 +219,7 @@ class _RFLVMBase(
             return None
         if spec.backend != "jax":
             raise ValueError(f"devices is for backend='jax'; this fit's backend is {spec.backend!r}")
-        from .jax_backend.kernel import resolve_devices
+        from ..jax_backend.kernel import resolve_devices
 
         return resolve_devices(self.devices)
 
@@ -244,6 +245,10 @@ class _RFLVMBase(
         if self.combine not in COMBINE:
             raise ValueError(f"combine must be one of {list(COMBINE)}; got {self.combine!r}")
         max_entries = check_int("stacking_max_entries", self.stacking_max_entries, 1)
+        if spec.backend == "jax":
+            # Importing the device kernel registers its target with make_target, which sits a
+            # floor below the device package and does not import it.
+            from ..jax_backend import kernel  # noqa: F401
         rngs = self._chain_generators()
         threads = blocks.Blocks(n_threads=self._n_threads(len(rngs)), devices=self._devices(spec))
         data = Data.from_array(Yv, lik)
@@ -304,7 +309,7 @@ class _RFLVMBase(
         return ladder_for(spec, n, top)
 
     def _warn_if_chains_disagree(self, burn: int) -> None:
-        from .diagnostics import disagreement
+        from ..summaries.diagnostics import disagreement
 
         kept = {"the training log-likelihood": self.traces_["loglik"][:, burn:]}
         if self.spec_.ibp:
@@ -447,9 +452,9 @@ class _RFLVMBase(
             ``warmup_posterior`` (burn-in) hold the quantities that do not depend on how a
             sample labels its dimensions (``k_plus``, ``loglik``, ``alpha``, ``eta``, ...), so
             ``az.summary`` and ``az.plot_trace`` take it as it is; the group ``latent`` holds
-            the latent positions (see :func:`ibp_rflvm.diagnostics.to_inference_data`).
+            the latent positions (see :func:`ibp_rflvm.summaries.diagnostics.to_inference_data`).
         """
-        from .diagnostics import to_inference_data
+        from ..summaries.diagnostics import to_inference_data
 
         return to_inference_data(self._posterior(), Y_heldout, owner=type(self).__name__)
 
@@ -471,12 +476,12 @@ class _RFLVMBase(
             ``weight`` and what its moves did over the kept sweeps (``flips_per_sweep``,
             ``transfer_rate``, ``absorb_rate``, ``births_per_sweep``, ``deaths_per_sweep``,
             ``w_accept_rate``, ``w_move_rate``, ``x_evals_per_row``, ...;
-            :func:`ibp_rflvm.diagnostics.move_table`).
+            :func:`ibp_rflvm.summaries.diagnostics.move_table`).
             With several chains ``r_hat`` is the split R-hat over all of them; with
-            one, it compares the chain's two halves (:func:`ibp_rflvm.diagnostics.summary`).
+            one, it compares the chain's two halves (:func:`ibp_rflvm.summaries.diagnostics.summary`).
             How to read it: :doc:`/chains`.
         """
-        from .diagnostics import summary
+        from ..summaries.diagnostics import summary
 
         return summary(self._posterior(), Y_heldout)
 

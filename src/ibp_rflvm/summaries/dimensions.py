@@ -2,8 +2,8 @@
 
 ``K+`` (the dimensions any row uses) is a trace of every sweep; the effective number
 (docs/sampler.md, section 6) counts the dimensions whose removal costs the likelihood a real share of its gain
-over none. :mod:`ibp_rflvm.effective` scores one sample; here it is applied to a
-:class:`~ibp_rflvm.posterior.Posterior`'s kept samples. Each sample costs one likelihood
+over none. :mod:`ibp_rflvm.mcmc.effective` scores one sample; here it is applied to a
+:class:`~ibp_rflvm.summaries.posterior.Posterior`'s kept samples. Each sample costs one likelihood
 evaluation per dimension, so only an evenly thinned subset of each chain's kept samples (at most
 ``EFFECTIVE_MAX_DRAWS``) is scored, once per posterior and number of draws.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .effective import DEFAULT_SHARE, effective_share, importance_and_gain
-from .effective import effective_dimensions as _count_effective
+from ..mcmc.effective import DEFAULT_SHARE, effective_share, importance_and_gain
+from ..mcmc.effective import effective_dimensions as _count_effective
 from .posterior import Posterior, thin
 
 #: At most this many kept samples per chain are scored for the effective number of dimensions.
@@ -53,7 +53,7 @@ def effective_dimensions(
     By default a dimension counts when removing it lowers the training log-likelihood by more
     than `share` of the sample's gain over no latent dimensions, a threshold free of the
     data's scale; with `threshold`, by more than `threshold` nats per observed entry instead
-    (see :mod:`ibp_rflvm.effective`). Other values reuse the stored scores, so it costs
+    (see :mod:`ibp_rflvm.mcmc.effective`). Other values reuse the stored scores, so it costs
     nothing to compare several. `max_draws` (default ``EFFECTIVE_MAX_DRAWS``) bounds the
     draws scored per chain; 1 scores only the final sample, the one ``latent_`` uses.
     """

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cli_fit import CHECKPOINT_NAME, numba_note
+from .fit import CHECKPOINT_NAME, numba_note
 
 
 def _demo(args: argparse.Namespace) -> int:
     from sklearn.datasets import load_breast_cancer
 
-    from . import IBPRFLVM, RFLVM, holdout_mask
-    from .dimensions import effective_dims_posterior, k_plus_posterior
-    from .plots import k_plus_plot, latent_heatmaps
+    from .. import IBPRFLVM, RFLVM, holdout_mask
+    from ..plots import k_plus_plot, latent_heatmaps
+    from ..summaries.dimensions import effective_dims_posterior, k_plus_posterior
 
     out = Path(args.out)
     data = load_breast_cancer()
@@ -67,7 +67,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _datasets(args: argparse.Namespace) -> int:
-    from .datasets import available_datasets
+    from ..datasets import available_datasets
 
     rows = available_datasets(data_home=args.data_home)
     print(f"{'name':<11} {'kind':<7} {'shape':<12} {'local':<6} location / where to put it")
@@ -82,9 +82,9 @@ def _datasets(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from . import _cli_fit as cf
-    from ._validation import as_data_matrix, labelled
-    from .io import read_table
+    from ..plumbing.io import read_table
+    from ..plumbing.validation import as_data_matrix, labelled
+    from . import fit as cf
 
     prog = "ibp-rflvm fit"
     out = cf.OutputFolder(args.out)
@@ -163,7 +163,7 @@ def _fit(args: argparse.Namespace) -> int:
 
 def _model(args: argparse.Namespace, common: dict):
     """The estimator the options ask for; a cap below the default start lowers the start."""
-    from . import IBPRFLVM, RFLVM
+    from .. import IBPRFLVM, RFLVM
 
     if args.model == "dense":
         return RFLVM(n_components=2 if args.dims is None else args.dims, **common)
@@ -183,8 +183,8 @@ def _model(args: argparse.Namespace, common: dict):
 
 def _reproduce(args: argparse.Namespace) -> int:
     """Run (or resume) the paper's experiments; see :mod:`ibp_rflvm.evaluation.harness`."""
-    from ._cli_fit import OutputFolder
-    from .evaluation.harness import ReproduceError, RunConfig, reproduce, status
+    from ..evaluation.harness import ReproduceError, RunConfig, reproduce, status
+    from .fit import OutputFolder
 
     out = OutputFolder(args.out)
     if args.status and args.report_only:
@@ -257,7 +257,7 @@ writable)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .likelihoods import REGISTRY
+    from ..likelihoods import REGISTRY
 
     parser = argparse.ArgumentParser(prog="ibp-rflvm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -404,7 +404,3 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

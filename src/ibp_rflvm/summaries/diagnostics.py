@@ -1,4 +1,4 @@
-"""ArviZ export and convergence diagnostics of a fit's :class:`~ibp_rflvm.posterior.Posterior`.
+"""ArviZ export and convergence diagnostics of a fit's :class:`~ibp_rflvm.summaries.posterior.Posterior`.
 
 Latent dimensions have no identity across samples or chains (their number changes, their order
 and signs are arbitrary, and the dense model is rotation invariant), so convergence is judged on
@@ -34,7 +34,7 @@ def _pairwise(H: np.ndarray, rows: np.ndarray) -> np.ndarray:
 def to_inference_data(
     posterior: Posterior, Y_heldout: np.ndarray | None = None, owner: str = "the fit"
 ) -> Any:
-    """An ``arviz.InferenceData`` of a fit's :class:`~ibp_rflvm.posterior.Posterior`, with the
+    """An ``arviz.InferenceData`` of a fit's :class:`~ibp_rflvm.summaries.posterior.Posterior`, with the
     chains as the ``chain`` dimension, that ``az.summary`` and ``az.plot_trace`` take as it is.
 
     Groups: ``posterior`` (kept sweeps) and ``warmup_posterior`` (burn-in) hold the quantities that
@@ -110,7 +110,7 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     those of all the chain's draws.
 
     The row ``effective_dims`` is the effective number of dimensions (see
-    :mod:`ibp_rflvm.effective`). It is scored on the kept draws thinned to at most
+    :mod:`ibp_rflvm.mcmc.effective`). It is scored on the kept draws thinned to at most
     ``EFFECTIVE_MAX_DRAWS`` per chain, which do not align with the other variables' draws, so
     its statistics come from a separate ArviZ summary of that ``chains x thinned draws`` array
     (its ESS counts thinned draws).
@@ -125,7 +125,7 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     """
     import pandas as pd
 
-    from .summaries.counts import dimension_counts
+    from .counts import dimension_counts
 
     idata = to_inference_data(posterior, Y_heldout)
     var_names = ["loglik", "k_plus", "eta", "latent_distance"]

@@ -1,23 +1,23 @@
 """scikit-learn style estimators: :class:`IBPRFLVM` (sparse, infinite) and :class:`RFLVM` (dense).
 
 What they share (``fit``, the fitted attributes, every method read from the posterior) is in
-:mod:`ibp_rflvm._fitting`; their docstrings are assembled from :mod:`ibp_rflvm._estimator_docs`,
+:mod:`ibp_rflvm.estimator.fitting`; their docstrings are assembled from :mod:`ibp_rflvm.estimator.docs`,
 one entry per parameter and fitted attribute.
 """
 
 from __future__ import annotations
 
-from ._estimator_docs import estimator_docstring
-from ._fitting import (
+from ..plumbing.validation import check_int, check_positive
+from ..priors import Z_PRIORS, FeaturePrior, make_prior
+from ..summaries.stacking import MAX_ENTRIES
+from .docs import estimator_docstring
+from .fitting import (
     CAP_BINDS,
     SAMPLERS,
     CapReachedWarning,
     ChainsDisagreeWarning,
     _RFLVMBase,
 )
-from ._validation import check_int, check_positive
-from .priors import Z_PRIORS, FeaturePrior, make_prior
-from .stacking import MAX_ENTRIES
 
 __all__ = ["CAP_BINDS", "IBPRFLVM", "RFLVM", "SAMPLERS", "CapReachedWarning", "ChainsDisagreeWarning"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import as_data_matrix, check_not_empty
+from .validation import as_data_matrix, check_not_empty
 
 
 def is_sparse(Y) -> bool:

@@ -1,7 +1,7 @@
 """The device sweep for a user's own loop: :func:`sweep_kernel` (BlackJAX's shape).
 
-It reads an estimator's parameters, so it sits with the estimators, a floor above the backend's
-other modules; ``ibp_rflvm.jax_backend.sweep_kernel`` reaches it by name.
+It reads an estimator's parameters, so it sits with the estimators, a floor above the device
+package; ``ibp_rflvm.jax_backend.sweep_kernel`` reaches it by name.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from .._sparse import data_matrix
-from ..estimator import IBPRFLVM
+from ..jax_backend.kernel import DeviceSweepTarget, to_device
+from ..jax_backend.sweep import DeviceState, SweepConfig, sweep_step
 from ..model import build_sweep
+from ..plumbing.sparse import data_matrix
 from ..state import Data
-from .kernel import DeviceSweepTarget, to_device
-from .sweep import DeviceState, SweepConfig, sweep_step
+from . import IBPRFLVM
 
 
 def sweep_kernel(Y, **estimator_params: Any):

@@ -366,7 +366,8 @@ def scored_entries(observed: np.ndarray, max_entries: int = MAX_ENTRIES) -> tupl
 
 def pointwise_loglik(samples: Sequence[dict], data, spec, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """``S x n`` log-likelihoods ``log p(y_ij | theta_s)`` of the training entries ``(rows,
-    cols)``, computed as held-out entries are scored (:func:`~ibp_rflvm.scoring.pointwise_logpdf`)."""
+    cols)``, computed as held-out entries are scored
+    (:func:`~ibp_rflvm.summaries.scoring.pointwise_logpdf`)."""
     unique_rows, row_pos = np.unique(rows, return_inverse=True)
     return pointwise_logpdf(samples, spec, data.prep, unique_rows, row_pos, cols, data.Y[rows, cols])
 

@@ -30,7 +30,7 @@ the eigensolver. They are also the principal components of the stacked, centred 
 the training means, projected on the same directions.
 
 The fitted estimators' embedding (``embedding_``, ``embedding(n)``, ``embed``) is a function of
-their :class:`~ibp_rflvm.posterior.Posterior` (:func:`posterior_embedding`): the ``"signal"``
+their :class:`~ibp_rflvm.summaries.posterior.Posterior` (:func:`posterior_embedding`): the ``"signal"``
 kernel over each chain's kept samples thinned evenly to at most ``EMBEDDING_MAX_DRAWS``, each
 chain's weight spread over its thinned samples. Measured against the ``"features"`` kernel on
 cancer, mice and congress (docs/embedding.md), the signal kernel places rows as well for nearest
@@ -48,9 +48,9 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._validation import check_int, check_random_state
+from ..features import feature_map
+from ..plumbing.validation import check_int, check_random_state
 from .dimensions import k_plus_posterior, posterior_median
-from .features import feature_map
 from .posterior import Posterior, thin
 from .predictive import new_data, sample_new_rows
 
@@ -404,7 +404,7 @@ class PosteriorEmbeddingMixin:
     ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """A 2-D (or 3-D) picture of the training rows that keeps the posterior's neighbourhoods.
 
-        A t-SNE map of ``embedding_`` (:func:`ibp_rflvm.view.view`, perplexity 10, chosen by
+        A t-SNE map of ``embedding_`` (:func:`ibp_rflvm.summaries.view.view`, perplexity 10, chosen by
         measurement there): near rows are near under the posterior kernel; distances between
         clusters mean nothing. The same fit gives the same picture. Computed on first use and
         kept (:doc:`/embedding`, section 4).
@@ -415,7 +415,7 @@ class PosteriorEmbeddingMixin:
             Dimensions of the picture.
         random_state : int, default=0
             Handed to scikit-learn's ``TSNE``; it does not change the picture, whose start is
-            the principal axes of ``embedding_`` (:mod:`ibp_rflvm.view`), so the view is a
+            the principal axes of ``embedding_`` (:mod:`ibp_rflvm.summaries.view`), so the view is a
             function of the fit alone.
         return_std : bool, default=False
             Also return each row's posterior standard deviation in ``embedding_`` (the norm of

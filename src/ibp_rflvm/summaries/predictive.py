@@ -1,4 +1,4 @@
-"""Held-out scoring and new rows: functions of a fit's :class:`~ibp_rflvm.posterior.Posterior`.
+"""Held-out scoring and new rows: functions of a fit's :class:`~ibp_rflvm.summaries.posterior.Posterior`.
 
 Held-out entries of the training rows are scored by every kept posterior sample of every chain
 (pointwise log densities, the held-out LPD and its mean per entry, and for counts the
@@ -13,13 +13,13 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import TransformerMixin
 
-from ._sparse import data_matrix, heldout_matrix
-from ._validation import as_data_matrix, check_random_state
-from .features import feature_map
-from .likelihoods.offsets import for_new_rows
-from .mcmc.record import Sample
+from ..features import feature_map
+from ..likelihoods.offsets import for_new_rows
+from ..mcmc.record import Sample
+from ..plumbing.sparse import data_matrix, heldout_matrix
+from ..plumbing.validation import as_data_matrix, check_random_state
+from ..samplers.ess import elliptical_slice
 from .posterior import Posterior
-from .samplers.ess import elliptical_slice
 from .scoring import heldout_entries, lpd_from_samples, pointwise_logpdf, rows_kw
 from .scoring import perplexity as perplexity_metric
 

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._validation import _indices, labelled
-from .io import Table, read_table, write_table
+from ..plumbing.io import Table, read_table, write_table
+from ..plumbing.validation import _indices, labelled
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .estimator import IBPRFLVM, RFLVM
+    from ..estimator import IBPRFLVM, RFLVM
 
-#: The checkpoint's file name: a zip of .npy arrays and JSON (ibp_rflvm.checkpoint), no pickle.
+#: The checkpoint's file name: a zip of .npy arrays and JSON (ibp_rflvm.plumbing.checkpoint), no pickle.
 CHECKPOINT_NAME = "checkpoint.zip"
 #: What the command line wrote before it said what the file is.
 OLD_CHECKPOINT_NAME = "checkpoint.pkl"
@@ -35,7 +35,7 @@ class UsageError(ValueError):
 
 
 def likelihood_class(name: str) -> type:
-    from .likelihoods import REGISTRY
+    from ..likelihoods import REGISTRY
 
     try:
         return REGISTRY[name]
@@ -207,8 +207,8 @@ def numba_note(likelihood: str) -> str | None:
     try:
         from numba.core.registry import CPUDispatcher
 
-        from .likelihoods import gaussian, polya_gamma
-        from .samplers import ibp
+        from ..likelihoods import gaussian, polya_gamma
+        from ..samplers import ibp
 
         modules = (ibp, gaussian if likelihood == "gaussian" else polya_gamma)
         caches = [
@@ -261,12 +261,12 @@ def readable_warnings(prog: str) -> Iterator[None]:
 def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, source: str):
     """Every output file of a fit (`title` names the model, `source` the data); the lines to
     print about which chain each comes from, and the summary table."""
-    from .diagnostics import summary as diagnostics_summary
-    from .diagnostics import to_inference_data
-    from .dimensions import k_plus_posterior
-    from .plots import k_plus_plot, latent_heatmaps
-    from .summaries.counts import KPlusStuckWarning, k_plus_stuck
-    from .view import MIN_ROWS as VIEW_MIN_ROWS
+    from ..plots import k_plus_plot, latent_heatmaps
+    from ..summaries.counts import KPlusStuckWarning, k_plus_stuck
+    from ..summaries.diagnostics import summary as diagnostics_summary
+    from ..summaries.diagnostics import to_inference_data
+    from ..summaries.dimensions import k_plus_posterior
+    from ..summaries.view import MIN_ROWS as VIEW_MIN_ROWS
 
     # The chains, their weights and traces are the fit's Posterior; the estimator gives only
     # what it derives from it (latent_, the embedding and its view).
@@ -340,8 +340,8 @@ def write_dimensions(
 ) -> list[str]:
     """What each dimension means and how sure each row is: dimensions.csv, top_columns.csv,
     embedding_std.csv and their pictures; the lines to print about them."""
-    from .plots import effects_plot, usage_view_plot
-    from .summaries.meaning import dimension_summary
+    from ..plots import effects_plot, usage_view_plot
+    from ..summaries.meaning import dimension_summary
 
     index_label = table.index_label or "row"
     if table.columns is not None and len(table.columns) == model.n_features_in_:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from .features import feature_map
+from ..features import feature_map
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 

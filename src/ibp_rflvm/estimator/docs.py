@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from textwrap import dedent, indent
 
-from .stacking import MAX_ENTRIES
+from ..summaries.stacking import MAX_ENTRIES
 
 #: name -> (type, description). The description is plain reStructuredText, dedented.
 PARAMETERS: dict[str, tuple[str, str]] = {
@@ -216,7 +216,7 @@ ATTRIBUTES: dict[str, tuple[str, str]] = {
     "best_chain_": ("int", """
         The chain of largest weight, whose final sample gives ``latent_``, ``state_`` and
         :meth:`transform` their coordinates."""),
-    "stacking_": ("ibp_rflvm.stacking.ChainWeights", """
+    "stacking_": ("ibp_rflvm.summaries.stacking.ChainWeights", """
         What stacking computed: ``weights``, each chain's mean PSIS-LOO density per entry
         ``elpd`` and its standard error ``elpd_se``, the shares of entries with an unreliable
         Pareto ``k`` (``pareto_k_bad``, ``pareto_k_above_07``), ``n_entries`` scored of
@@ -237,7 +237,7 @@ ATTRIBUTES: dict[str, tuple[str, str]] = {
         The best chain's final state (``X``, ``Z``, ``W``, the likelihood's ``params``, ...)."""),
     "spec_": ("ibp_rflvm.state.ModelSpec", """
         The model as fitted (likelihood, number of frequencies, priors, backend)."""),
-    "posterior_": ("ibp_rflvm.posterior.Posterior", """
+    "posterior_": ("ibp_rflvm.summaries.posterior.Posterior", """
         Everything the chains left (kept samples, traces, weights, the data as the sampler saw
         them); every other fitted attribute is read from it."""),
     "n_samples_fit_": ("int", """
