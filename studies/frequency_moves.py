@@ -20,6 +20,10 @@
     frequencies over its kept samples. DATASET: cancer, mice, congress, montreal, or ``sim``
     (the simulated NB counts above).
 
+``... frequency_moves.py lengthscale --n-iter N [--seed S]``
+    One chain of each move from 12 dimensions on the simulated NB counts (every sweep kept):
+    the root mean square of the frequencies at every tenth sweep, against the generating 0.5.
+
 ``... frequency_moves.py table FILE [FILE ...]``
     The record's table from the JSON lines that ``heldout`` printed.
 """
@@ -194,6 +198,17 @@ def heldout(name: str, n_iter: int, seed: int, chains_per_start: int, starts: li
         print(json.dumps(out), flush=True)
 
 
+def lengthscale(n_iter: int, seed: int) -> None:
+    Y_train, _ = holdout_mask(simulated_nb(), fraction=0.2, random_state=seed)
+    for update in ("ess", "mh"):
+        m = IBPRFLVM(likelihood="negbinom", n_iter=n_iter, burn_in=0, init_dims=12, n_chains=1, n_jobs=1,
+                     random_state=1200 + seed, frequency_update=update, n_threads=1).fit(Y_train)  # fmt: skip
+        rms = [float(np.sqrt(np.mean(s.W**2))) for s in m.posterior_.samples]
+        print(json.dumps({"update": update, "seed": seed, "sweeps": list(range(0, n_iter, 10)),
+                          "w_rms": [round(v, 3) for v in rms[::10]],
+                          "k_plus": m.traces_["n_active"][0, ::10].tolist()}), flush=True)  # fmt: skip
+
+
 def table(paths: list[str]) -> None:
     """One markdown row per data set and move: pooled LPD (perplexity), its chains' range from each
     start, R-hat over all chains and within each start, mean ``K+`` and frequencies' scale per
@@ -223,7 +238,7 @@ def table(paths: list[str]) -> None:
 def main() -> None:
     warnings.simplefilter("ignore")
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=("candidates", "heldout", "table"))
+    p.add_argument("what", choices=("candidates", "heldout", "lengthscale", "table"))
     p.add_argument("dataset", nargs="*")
     p.add_argument("--n-iter", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
@@ -233,6 +248,8 @@ def main() -> None:
     a = p.parse_args()
     if a.what == "candidates":
         candidates()
+    elif a.what == "lengthscale":
+        lengthscale(a.n_iter, a.seed)
     elif a.what == "table":
         table(a.dataset)
     else:
