@@ -119,9 +119,9 @@ def _successive_conditional(
             out["absorbs"].append(info.absorbs)
         beta = state.params.beta[:, :free] / SCALE
         out["alpha"].append(state.alpha)
-        beta = state.z_state.get("ibp_beta", 1.0)
-        out["ibp_beta"].append(beta)
-        out["log_ibp_beta"].append(math.log(beta))
+        ibp_beta = state.z_state.get("ibp_beta", 1.0)
+        out["ibp_beta"].append(ibp_beta)
+        out["log_ibp_beta"].append(math.log(ibp_beta))
         out["eta"].append(state.eta)
         out["k_plus"].append(state.k_plus)
         out["x2"].append(np.sum(state.X**2 - 1.0))
