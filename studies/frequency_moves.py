@@ -46,6 +46,7 @@ from ibp_rflvm import IBPRFLVM, holdout_mask, model
 from ibp_rflvm.datasets import load
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.summaries.predictive import heldout_shares
+from ibp_rflvm.summaries.scoring import perplexity
 from ibp_rflvm.targets import factorised_state as fsm
 from ibp_rflvm.targets.base import Work
 
@@ -89,13 +90,13 @@ def candidates() -> None:
     for _ in range(15):
         state, _info = model.sweep(rng, state, data, spec)
     target = model.make_target(spec, data)
-    base = Work.copy_of(state)
+    base = Work(state)
     view0 = target.view(base, state.params)
     prec = np.linalg.inv(state.Sigma)
     rows = []
     runs = [("mh", None), ("ess", None), ("ess-unbounded", None), ("pcn", 0.02), ("pcn", 0.05), ("pcn", 0.2)]
     for name, b in runs:
-        w = Work.copy_of(state)
+        w = Work(state)
         fs = copy.deepcopy(view0.fs)
         H = w.X * w.Z
         r = np.random.default_rng(1)
@@ -168,9 +169,7 @@ def _pooled(chains: list[dict], lik: str) -> dict:
     if lik != "gaussian":
         counts = np.asarray(chains[0]["counts"])
         shares = np.mean([c["shares"] for c in chains], axis=0)
-        with np.errstate(divide="ignore"):
-            ylogp = np.where(counts > 0, counts * np.log(shares), 0.0)
-        out["perplexity"] = round(float(np.exp(-ylogp.sum() / counts.sum())), 2)
+        out["perplexity"] = round(perplexity(counts, shares), 2)
     return out
 
 

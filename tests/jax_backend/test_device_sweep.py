@@ -22,8 +22,9 @@ from ibp_rflvm.samplers import ibp  # noqa: E402
 from ibp_rflvm.summaries.diagnostics import batch_mean_se  # noqa: E402
 from ibp_rflvm.targets import make_target  # noqa: E402
 
+from ..conftest import FAST_COMPILE  # noqa: E402
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-FAST_COMPILE = "--xla_backend_optimization_level=0"  # conftest.py's
 #: The kernel every test of this file builds (one compilation serves them).
 PARAMS = {"likelihood": "negbinom", "n_frequencies": 6, "init_dims": 3, "max_dims": 8, "random_state": 2}
 

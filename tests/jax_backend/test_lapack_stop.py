@@ -19,6 +19,8 @@ import pytest
 
 pytest.importorskip("jax")
 
+from ..conftest import FAST_COMPILE  # noqa: E402
+
 PROGRAM = Path(__file__).with_name("lapack_stop_program.py")
 #: Compiling the two programs takes about 50 s on 2 cores; a stop waits forever.
 TIMEOUT_S = 420
@@ -31,7 +33,7 @@ def test_device_step_and_scan_at_batched_lapack_sizes_run_to_the_end():
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": path}
     # The stop was seen, and this test's power measured, with XLA's default optimisation: the
     # program runs as a user's does, not under the suite's faster-compiling flag (conftest.py).
-    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace("--xla_backend_optimization_level=0", "").strip()
+    env["XLA_FLAGS"] = env.get("XLA_FLAGS", "").replace(FAST_COMPILE, "").strip()
     try:
         out = subprocess.run([sys.executable, str(PROGRAM), "10", "3"], env=env, capture_output=True,
                              text=True, timeout=TIMEOUT_S)  # fmt: skip

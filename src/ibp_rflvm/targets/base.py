@@ -42,10 +42,6 @@ class Work:
             value = getattr(state, f.name)
             setattr(self, f.name, value.copy() if isinstance(value, np.ndarray | dict) else value)
 
-    @classmethod
-    def copy_of(cls, state: ChainState) -> Work:
-        return cls(state)
-
     def to_state(self, **changes) -> ChainState:
         """The state these fields make, with `changes` (the sweep's new values of the others)."""
         return ChainState(**{**{f.name: getattr(self, f.name) for f in fields(ChainState)}, **changes})
