@@ -11,6 +11,9 @@ SHARED_DATA := $(abspath ../shared/datasets)
 DATA_ENV := $(if $(wildcard $(SHARED_DATA)),IBP_RFLVM_DATA=$(SHARED_DATA),)
 # The compiled kernels' cache, shared by the tests and the documentation's examples.
 NUMBA_CACHE ?= $(abspath $(VENV))/numba-cache
+# JAX's compiled programs, on disk: the suite's processes (two workers, the subprocess tests)
+# compile the same device programs, and each one after the first loads it.
+JAX_CACHE ?= $(abspath $(VENV))/jax-cache
 
 .PHONY: venv demo test lint docs bench clean
 
@@ -35,7 +38,7 @@ LINTED := src tests benchmarks studies examples docs/conf.py docs/_ext
 
 test: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) $(BIN)/pytest -n 2 --dist worksteal -q tests
+	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) $(BIN)/pytest -n 2 --dist worksteal -q tests
 	$(MAKE) docs
 
 lint: $(STAMP)
