@@ -8,25 +8,27 @@ so a proposal costs ``O(L^2 + L J)`` by the Woodbury identity instead of
 ``O(N L^2 + L^3 + N L J)``.
 
 Every sampler that moves one row at a time (ESS of ``x_i``, Gibbs of ``z_id``, the dimension
-moves) is a compiled kernel of :mod:`.collapsed_kernels` built on it. A row move is: `prepare_row`
-for the row's current features, `eval_row` for each proposal (it fills the work buffers), and
-`apply_row` for the one that is accepted.
+moves) is a compiled row kernel of :mod:`ibp_rflvm.samplers` scoring its proposals here: the
+cache and its work buffers travel as one value (:class:`RowCache`), for which this module
+registers the compiled row scorer of :mod:`ibp_rflvm.samplers.row_scorer`: ``begin`` is
+`prepare_row` for the row's current features, ``score`` is `eval_row` for each proposal (it
+fills the work buffers), and ``commit`` is `apply_row` for the one that is accepted.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 from scipy.linalg import cho_solve, cholesky
 
 from ..likelihoods.gaussian import GaussianPrior
-
-# Reassociation lets LLVM vectorise the dot products of the row kernels (about 4x); no
-# assumptions about NaN or infinity are made, and results stay deterministic for a given build.
-FAST = {"reassoc", "contract", "arcp", "nsz"}
+from ..samplers import row_scorer
+from ..samplers.row_scorer import FAST
 
 
 @dataclass
@@ -179,17 +181,96 @@ def apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2):
 
 @njit(cache=True)
 def row_buffers(L, J, K):
-    """Work arrays of the row kernels: feature rows (L), per-column terms (J), the 2 x 2 system."""
+    """Work arrays of the row kernels: feature rows (L), per-column terms (J), the 2 x 2 system
+    with the proposal's ``log|S'|`` and score."""
     return (np.empty(L), np.empty(L), np.empty(L), np.empty(J), np.empty(J), np.empty(J),
-            np.empty(J), np.empty(J), np.empty(4), np.empty(K))  # fmt: skip
+            np.empty(J), np.empty(J), np.empty(5), np.empty(K))  # fmt: skip
+
+
+class RowCache(NamedTuple):
+    """The cache of one pass over the rows with its work buffers: the ``rows`` value of the
+    compiled row scorer (:mod:`ibp_rflvm.samplers.row_scorer`), registered below. Its arrays
+    are the :class:`Cache`'s and the view's ``Phi`` and ``Y``, updated in place."""
+
+    Phi: np.ndarray
+    Y: np.ndarray
+    A: np.ndarray
+    P: np.ndarray
+    Q: np.ndarray
+    yy: np.ndarray
+    state: np.ndarray
+    a_n: float
+    b0: float
+    const: float
+    v: np.ndarray
+    u: np.ndarray
+    r: np.ndarray
+    s: np.ndarray
+    w1: np.ndarray
+    w2: np.ndarray
+    Qn: np.ndarray
+    m2: np.ndarray
+
+
+def row_cache(Phi: np.ndarray, Y: np.ndarray, cache: Cache, prior: GaussianPrior) -> RowCache:
+    """`cache` of ``Phi`` and ``Y`` (both updated in place as rows are accepted) for the row kernels."""
+    N, L = Phi.shape
+    J = Y.shape[1]
+    _, v, u, r, s, w1, w2, Qn, m2, _ = row_buffers(L, J, 0)
+    a_n = prior.a0 + 0.5 * N
+    return RowCache(
+        Phi, Y, cache.A, cache.P, cache.Q, cache.yy, cache.state, a_n, prior.b0, prior.constant(N, J),
+        v, u, r, s, w1, w2, Qn, m2,
+    )  # fmt: skip
 
 
 @njit(cache=True, fastmath=FAST)
-def commit_row(y, A, P, Q, u, v, w1, w2, Qn, m2, state, ll_new, phi_row, phi_new):
-    """Accept the proposal `eval_row` scored: update the cache, ``[log|S|, loglik]`` in `state`
-    and the row of ``Phi`` (`phi_row`, a view) in one step."""
-    apply_row(y, A, P, Q, u, v, w1, w2, Qn, m2)
-    state[0] = m2[3]
-    state[1] = ll_new
-    for a in range(phi_new.size):
-        phi_row[a] = phi_new[a]
+def begin_row(rows, i):
+    """``begin`` of the row scorer: `prepare_row` for row `i`; the current log-likelihood."""
+    prepare_row(rows.Phi[i], rows.A, rows.P, rows.v, rows.r)
+    return rows.state[1]
+
+
+@njit(cache=True, fastmath=FAST)
+def score_row(rows, i, phi):
+    """``score`` of the row scorer: `eval_row` of features `phi` for row `i`, kept for `commit_row`."""
+    ll = eval_row(
+        phi, rows.Phi[i], rows.v, rows.r, rows.Y[i], rows.A, rows.P, rows.Q, rows.yy, rows.state[0],
+        rows.a_n, rows.b0, rows.const, rows.u, rows.s, rows.w1, rows.w2, rows.Qn, rows.m2,
+    )  # fmt: skip
+    rows.m2[4] = ll
+    return ll
+
+
+@njit(cache=True, fastmath=FAST)
+def commit_row(rows, i, phi):
+    """``commit`` of the row scorer: the proposal `score_row` scored updates the cache,
+    ``[log|S|, loglik]`` and row `i` of ``Phi`` in one step."""
+    apply_row(rows.Y[i], rows.A, rows.P, rows.Q, rows.u, rows.v, rows.w1, rows.w2, rows.Qn, rows.m2)
+    rows.state[0] = rows.m2[3]
+    rows.state[1] = rows.m2[4]
+    phi_row = rows.Phi[i]
+    for a in range(phi.size):
+        phi_row[a] = phi[a]
+
+
+def _is_row_cache(rows) -> bool:
+    return isinstance(rows, types.BaseNamedTuple) and rows.instance_class is RowCache
+
+
+@overload(row_scorer.begin)
+def _begin(rows, i):
+    if _is_row_cache(rows):
+        return lambda rows, i: begin_row(rows, i)
+
+
+@overload(row_scorer.score)
+def _score(rows, i, phi):
+    if _is_row_cache(rows):
+        return lambda rows, i, phi: score_row(rows, i, phi)
+
+
+@overload(row_scorer.commit)
+def _commit(rows, i, phi):
+    if _is_row_cache(rows):
+        return lambda rows, i, phi: commit_row(rows, i, phi)
