@@ -132,6 +132,19 @@ def absorb_rows(
     return tried, acc
 
 
+def absorbs(
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
+) -> tuple[int, int]:
+    """Absorb/emit between the ordered aligned pairs of `W` (of at most `max_pairs` pairs), with
+    the prior on ``Z`` `prior`: :func:`absorb_rows` when `target` (a row target) offers a
+    compiled row scorer, else :func:`absorb_pairs`. ``(proposed, accepted)``."""
+    if target.rows is None:
+        return absorb_pairs(rng, X, Z, W, counts, min_cos, target, max_pairs, prior)
+    pairs = ordered_pairs(W, min_cos, rng, max_pairs)
+    ratio = (prior.prior_ratio, prior.hyper)
+    return absorb_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, *ratio)
+
+
 def absorb_pairs(
     rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
 ) -> tuple[int, int]:

@@ -59,10 +59,19 @@ class RowTarget(Protocol):
     """What a move needs of the likelihood, given by the sweep's target (:mod:`ibp_rflvm.targets`).
 
     ``delta``/``accept``: one row (singleton birth/death); ``deltas``/``accept_rows``: every row
-    at once (the flips); ``deltas_at``/``accept_at``: a few rows (transfers, absorb/emit). A
-    ``delta`` is the change of the log-likelihood if the row's latent row became the proposal
-    (with frequencies ``W``); an ``accept`` commits the last proposal of those rows.
+    at once (the flips, the Gibbs pass of ``Z``); ``deltas_at``/``accept_at``: a few rows
+    (transfers, absorb/emit). A ``delta`` is the change of the log-likelihood if the row's latent
+    row became the proposal (with frequencies ``W``); an ``accept`` commits the last proposal of
+    those rows.
+
+    ``rows``: for a likelihood that couples the rows, a compiled row scorer of the same rows
+    (:mod:`.row_scorer`; features with a bias column when ``bias``), over which the flips, the
+    Gibbs pass, the transfers and absorb/emit run as compiled row kernels; None when the rows
+    are independent given the weights, and the array methods score them.
     """
+
+    rows: object | None
+    bias: bool
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float: ...
 
@@ -136,6 +145,18 @@ def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, log_ratio
 
 #: The accept step of one column's moves, for targets that score the proposals their own way.
 accept_flips = _flip_column
+
+
+def flips(
+    rng: np.random.Generator, X, Z, W, counts, q_sd: float, target: RowTarget, prior
+) -> tuple[int, int]:
+    """The joint ``(z_id, x_id)`` moves of the dimensions other rows use, with the prior on
+    ``Z`` `prior` (:class:`ibp_rflvm.priors.FeaturePrior`): :func:`flip_rows` when `target`
+    offers a compiled row scorer, else :func:`flip_columns`. ``(proposed, accepted)``."""
+    if target.rows is not None:
+        moves = (prior.propose, prior.log_ratio, prior.hyper)
+        return flip_rows(rng, X, Z, W, target.bias, target.rows, counts, q_sd, *moves)
+    return flip_columns(rng, X, Z, W, counts, q_sd, target, prior)
 
 
 def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, prior) -> tuple[int, int]:

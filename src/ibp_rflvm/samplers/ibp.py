@@ -353,6 +353,36 @@ def gibbs_column(
         Z[i, d] = v
 
 
+def gibbs_z(
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, odds, weights: np.ndarray,
+    counts: np.ndarray, room: np.ndarray, target,
+) -> int:
+    """Gibbs update of every ``z_id``, dimensions in `Z`'s order (the caller's scan order), with
+    the prior's conditional log odds ``odds(weights, counts, d, z_cur)`` and the cap on ``K+``
+    (`room`), against the likelihood of `target` (a row target,
+    :class:`ibp_rflvm.samplers.dimension_moves.RowTarget`): row by row in one compiled pass
+    (:func:`gibbs_z_rows`) when it offers a compiled row scorer (``target.rows``), else one
+    dimension at a time, every row's change of the likelihood in one array pass
+    (``target.deltas``) and the rows visited in turn by :func:`gibbs_column`. `Z`, `counts`
+    and `room` are updated in place; returns the number of entries changed."""
+    if target.rows is not None:
+        return gibbs_z_rows(rng, X, Z, W, target.bias, target.rows, odds, weights, counts, room)
+    flips = 0
+    for d in range(Z.shape[1]):
+        H_alt = X * Z
+        H_alt[:, d] = X[:, d] * (1 - Z[:, d])
+        z_before = Z[:, d].copy()
+        # The change if z_id flipped; the column's conditional wants log p(z = 1) - log p(z = 0).
+        delta = target.deltas(H_alt, W)
+        delta = np.where(z_before == 1, -delta, delta)
+        gibbs_column(rng, Z, d, delta, odds, weights, counts, room)
+        changed = np.flatnonzero(Z[:, d] != z_before)
+        if changed.size:
+            target.accept_rows(changed)
+            flips += int(changed.size)
+    return flips
+
+
 @njit(cache=True, fastmath=FAST)
 def gibbs_z_rows(
     rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows, odds,

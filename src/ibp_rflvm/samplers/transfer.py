@@ -178,6 +178,19 @@ def transfer_rows(
     return tried, acc
 
 
+def transfers(
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
+) -> tuple[int, int]:
+    """Transfers between the aligned pairs of `W` (at most `max_pairs` of them), with the prior
+    on ``Z`` `prior`: :func:`transfer_rows` when `target` (a row target) offers a compiled row
+    scorer, else :func:`transfer_pairs`. ``(proposed, accepted)``."""
+    if target.rows is None:
+        return transfer_pairs(rng, X, Z, W, counts, min_cos, target, max_pairs, prior)
+    pairs = aligned_pairs(W, min_cos, rng, max_pairs)
+    ratio = (prior.prior_ratio, prior.hyper)
+    return transfer_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, *ratio)
+
+
 def transfer_pairs(
     rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
 ) -> tuple[int, int]:

@@ -18,11 +18,7 @@ from scipy.linalg import solve_triangular
 from ..features import feature_map, row_features
 from ..likelihoods.base import LikelihoodParams
 from ..likelihoods.gaussian import LOG_2PI, GaussianPrior
-from ..samplers.absorb import absorb_rows, ordered_pairs
-from ..samplers.dimension_moves import flip_rows
 from ..samplers.ess import ess_rows
-from ..samplers.ibp import gibbs_z_rows
-from ..samplers.transfer import aligned_pairs, transfer_rows
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
 from .collapsed_frequencies import ess_frequencies_collapsed, mh_frequencies
@@ -44,8 +40,9 @@ def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float
 
 
 class CollapsedRows:
-    """Rows of the collapsed Gaussian for the moves that score one row from Python (singleton
-    births and deaths): each proposal is one rank-2 evaluation of the row cache `rows`."""
+    """Rows of the collapsed Gaussian: each proposal is one rank-2 evaluation of the row cache
+    `rows`, the compiled row scorer of the moves' row kernels; `delta` and `accept` score one
+    row from Python (the singleton births and deaths)."""
 
     def __init__(self, rows: RowCache, bias: bool):
         self.rows, self.bias = rows, bias
@@ -159,41 +156,14 @@ class CollapsedView:
     def __init__(self, target: CollapsedGaussianTarget, w: Work) -> None:
         self.t = target
         self.Phi = feature_map(w.X * w.Z, w.W, target.bias)
-        self.w = w  # its completed data Y changes only in finish()
-        self._row_target: CollapsedRows | None = None
 
     def _rows(self, w: Work) -> RowCache:
         """A row cache built afresh from the current features and completed data."""
         return row_cache(self.Phi, w.Y, build_cache(self.Phi, w.Y, self.t.prior), self.t.prior)
 
-    def gibbs_z(self, rng, w: Work, counts, room, odds, weights) -> int:
-        return gibbs_z_rows(rng, w.X, w.Z, w.W, self.t.bias, self._rows(w), odds, weights, counts, room)
-
-    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> tuple[int, int]:
-        rows = self._rows(w)
-        moves = (prior.propose, prior.log_ratio, prior.hyper)
-        n_acc = flip_rows(rng, w.X, w.Z, w.W, self.t.bias, rows, counts, q_sd, *moves)
-        # The pair moves and the singleton births and deaths go on from the flips' cache.
-        self._row_target = CollapsedRows(rows, self.t.bias)
-        return n_acc
-
-    @property
-    def row_target(self) -> CollapsedRows:
-        if self._row_target is None:
-            self._row_target = CollapsedRows(self._rows(self.w), self.t.bias)
-        return self._row_target
-
-    def transfers(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
-        pairs = aligned_pairs(w.W, min_cos, rng, budget)
-        rows = self.row_target.rows
-        ratio = (prior.prior_ratio, prior.hyper)
-        return transfer_rows(rng, w.X, w.Z, w.W, self.t.bias, rows, counts, pairs, *ratio)
-
-    def absorbs(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
-        pairs = ordered_pairs(w.W, min_cos, rng, budget)
-        rows = self.row_target.rows
-        ratio = (prior.prior_ratio, prior.hyper)
-        return absorb_rows(rng, w.X, w.Z, w.W, self.t.bias, rows, counts, pairs, *ratio)
+    def row_target(self, w: Work) -> CollapsedRows:
+        # Each pass starts from a cache built afresh, which bounds the low-rank updates' round-off.
+        return CollapsedRows(self._rows(w), self.t.bias)
 
     def compact(self) -> None:
         pass
