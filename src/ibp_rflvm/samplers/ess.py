@@ -22,8 +22,9 @@ from ..features import row_features
 from .row_scorer import FAST, begin, commit, feature_buffer, score
 
 
-# Inlined into its callers so that it compiles with their flags: the row kernel's fastmath
-# contracts ``lo + u (hi - lo)`` where the host's arithmetic rounds each step.
+# Inlined into its callers so that it compiles with their flags: under the row kernel's fastmath
+# ``lo + u (hi - lo)`` may become a fused multiply-add, where the host's arithmetic rounds each
+# step, and each caller must keep the arithmetic its chains were drawn with.
 @njit(cache=True, inline="always")
 def shrink(theta: float, lo: float, hi: float, u: float) -> tuple[float, float, float]:
     """After a rejected angle `theta`, the bracket ``[lo, hi]`` shrinks to the side of it that
@@ -37,7 +38,7 @@ def shrink(theta: float, lo: float, hi: float, u: float) -> tuple[float, float, 
 
 
 @njit(cache=True)
-def _shrink_units(theta, lo, hi, units, u) -> None:
+def _shrink_units(theta: np.ndarray, lo: np.ndarray, hi: np.ndarray, units: np.ndarray, u: np.ndarray):
     """:func:`shrink` of the brackets of `units`, the `k`-th from ``u[k]``, in place."""
     for k in range(units.size):
         j = units[k]
@@ -93,7 +94,7 @@ def elliptical_slice(
 
 
 @njit(cache=True, fastmath=FAST)
-def ess_rows(rng, X, Z, W, bias, rows):
+def ess_rows(rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows) -> int:
     """Elliptical slice sampling of each row of ``X`` in turn under ``N(0, I)``, for a likelihood
     that couples the rows: every point is scored by the compiled row scorer `rows`
     (:mod:`.row_scorer`) against the other rows as they stand. A row that uses no dimension
