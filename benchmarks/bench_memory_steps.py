@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from bench_scale import simulate
 from ibp_rflvm import IBPRFLVM, model
+from ibp_rflvm.samplers import ibp
 from ibp_rflvm.targets import factorised as factorised_target
 from ibp_rflvm.targets import factorised_state as factorised
 from ibp_rflvm.targets.base import Work
@@ -158,7 +159,8 @@ def main() -> None:
     steps.wrap(factorised, "features_and_predictor")
     steps.wrap(Work, "resize", "Work.resize")
     steps.wrap(factorised_target.FactorisedTarget, "loglik", "FactorisedTarget.loglik")
-    for name in ("update_z", "update_x", "update_w"):
+    steps.wrap(ibp, "gibbs_z", "ibp.gibbs_z (the Gibbs pass of Z)")
+    for name in ("update_x", "update_w"):
         steps.wrap(factorised, name)
     steps.wrap(factorised, "FactorisedState", "FactorisedState (Phi, psi)")
     for name in ("prepare", "init_params", "update_params"):

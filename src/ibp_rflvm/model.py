@@ -6,8 +6,9 @@ state's arrays are copied once (:class:`~ibp_rflvm.targets.base.Work`), then upd
 by the moves, so a caller can keep any state it has been given. One
 ``numpy.random.Generator`` drives every draw of the sweep, compiled kernels included, so a seed
 fixes the whole chain. The sweep composes the moves of :mod:`ibp_rflvm.samplers` and asks the
-target (:mod:`ibp_rflvm.targets`) for everything that depends on the likelihood; it never asks
-which kind of target it has.
+target (:mod:`ibp_rflvm.targets`) for everything that depends on the likelihood: the moves of
+``Z`` get what its view scores (``view.row_target``), which runs them as array passes or as
+compiled row kernels; it never asks which kind of target it has.
 
 The sweep, in order: the prior on ``Z``'s own step (the IBP's: the paper's stick-breaking
 representation, then a Gibbs pass of ``Z``); the dimension moves of SPEC 2.2 (joint flips,
@@ -31,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .plumbing import blocks
-from .samplers import dimension_moves, dp_mixture
+from .samplers import absorb, dimension_moves, dp_mixture, transfer
 from .state import ChainState, Data, ModelSpec, MoveCounts, MoveSeconds, SweepInfo
 from .targets import Target, View, Work, make_target
 
@@ -145,19 +146,22 @@ def _dimension_moves(
     t0 = time.perf_counter()
     counts = w.Z.sum(axis=0).astype(np.int64)
     q = spec.flip_scale
-    flips_proposed, flips = view.flips(rng, w, counts, q, prior)
+    # One pass over the rows: the moves share what the view scores (a collapsed row cache
+    # goes on from one move to the next).
+    rows = view.row_target(w)
+    flips_proposed, flips = dimension_moves.flips(rng, w.X, w.Z, w.W, counts, q, rows, prior)
     t_flips = time.perf_counter()
     budget = spec.pair_budget(w.W.shape[1])
     transfers = absorbs = (0, 0)
     if spec.transfer_min_cos is not None:
-        transfers = view.transfers(rng, w, counts, spec.transfer_min_cos, budget, prior)
+        transfers = transfer.transfers(rng, w.X, w.Z, w.W, counts, spec.transfer_min_cos, rows, budget, prior)
     t_transfers = time.perf_counter()
     if spec.absorb_min_cos is not None:
-        absorbs = view.absorbs(rng, w, counts, spec.absorb_min_cos, budget, prior)
+        absorbs = absorb.absorbs(rng, w.X, w.Z, w.W, counts, spec.absorb_min_cos, rows, budget, prior)
     t1 = time.perf_counter()
     dims = dimension_moves.Dimensions(w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
     dims, born = dimension_moves.singleton_birth_death(
-        rng, dims, w.alpha, q, spec.lam0, view.row_target, prior, spec.max_dims
+        rng, dims, w.alpha, q, spec.lam0, rows, prior, spec.max_dims
     )
     t2 = time.perf_counter()
     w.X, w.Z, w.W, w.mu, w.Sigma = dims.X, dims.Z, dims.W, dims.mu, dims.Sigma

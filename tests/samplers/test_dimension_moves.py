@@ -18,9 +18,8 @@ from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import dimension_moves as dm
 from ibp_rflvm.targets import factorised_state as factorised
 from ibp_rflvm.targets.collapsed import CollapsedRows
-from ibp_rflvm.targets.collapsed_kernels import flip_rows
 from ibp_rflvm.targets.factorised import FactorisedRows
-from ibp_rflvm.targets.row_cache import build_cache
+from ibp_rflvm.targets.row_cache import build_cache, row_cache
 
 IBP = IndianBuffet()
 
@@ -67,11 +66,10 @@ def test_collapsed_moves_keep_the_row_cache_exact():
     n_flips = births = deaths = 0
     for _ in range(20):
         counts = dims.Z.sum(axis=0).astype(np.int64)
-        n, L = Phi.shape
-        args = (dims.X, dims.Z, dims.W, False, Phi, Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
-                prior.a0 + 0.5 * n, prior.b0, prior.constant(n, Y.shape[1]))  # fmt: skip
-        n_flips += flip_rows(rng, *args, counts, 0.5, IBP.propose, IBP.log_ratio, IBP.hyper)[1]
-        target = CollapsedRows(Phi, Y, cache, prior, False)
+        rows = row_cache(Phi, Y, cache, prior)
+        args = (dims.X, dims.Z, dims.W, False, rows)
+        n_flips += dm.flip_rows(rng, *args, counts, 0.5, IBP.propose, IBP.log_ratio, IBP.hyper)[1]
+        target = CollapsedRows(rows, False)
         dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target, IBP)
         births += info["births"]
         deaths += info["deaths"]

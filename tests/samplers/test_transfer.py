@@ -19,10 +19,9 @@ from ibp_rflvm.priors import IndianBuffet
 from ibp_rflvm.samplers import absorb as ab
 from ibp_rflvm.samplers import transfer as tr
 from ibp_rflvm.targets import factorised_state as factorised
-from ibp_rflvm.targets.collapsed_kernels import absorb_rows, transfer_rows
 from ibp_rflvm.targets.factorised import FactorisedRows
 from ibp_rflvm.targets.prior import NoLikelihood
-from ibp_rflvm.targets.row_cache import build_cache
+from ibp_rflvm.targets.row_cache import build_cache, row_cache
 
 IBP = IndianBuffet()
 
@@ -88,15 +87,13 @@ def test_transfer_log_ratio_is_ibp_odds_times_the_coordinates_prior():
 
 
 def _collapsed_args(X, Z, W, Phi, Y, cache, prior):
-    n = Phi.shape[0]
-    return (X, Z, W, False, Phi, Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
-            prior.a0 + 0.5 * n, prior.b0, prior.constant(n, Y.shape[1]))  # fmt: skip
+    return X, Z, W, False, row_cache(Phi, Y, cache, prior)
 
 
 #: Each aligned-pair move: its pairs of W, compiled kernel (row cache) and array version.
 PAIR_MOVES = {
-    "transfer": (tr.aligned_pairs, transfer_rows, tr.transfer_pairs),
-    "absorb": (ab.ordered_pairs, absorb_rows, ab.absorb_pairs),
+    "transfer": (tr.aligned_pairs, tr.transfer_rows, tr.transfer_pairs),
+    "absorb": (ab.ordered_pairs, ab.absorb_rows, ab.absorb_pairs),
 }
 
 
@@ -119,7 +116,7 @@ def test_collapsed_pair_moves_keep_the_row_cache_exact(move):
     for _ in range(20):
         counts = Z.sum(axis=0).astype(np.int64)
         args = _collapsed_args(X, Z, W, Phi, Y, cache, prior)
-        t, a = kernel(rng, *args, counts, *pairs(W, 0.3), IBP.prior_ratio, IBP.hyper)
+        t, a = kernel(rng, *args, counts, pairs(W, 0.3), IBP.prior_ratio, IBP.hyper)
         tried, acc = tried + t, acc + a
         assert np.array_equal(counts, Z.sum(axis=0))
     assert acc > 20 and tried > acc, (tried, acc)

@@ -7,10 +7,11 @@ from scipy.stats import multivariate_t
 from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods.gaussian import GaussianPrior
 from ibp_rflvm.samplers import dp_mixture, ibp
+from ibp_rflvm.samplers.ess import ess_rows
+from ibp_rflvm.samplers.ibp import gibbs_z_rows
 from ibp_rflvm.targets.collapsed import impute, loglik_direct
 from ibp_rflvm.targets.collapsed_frequencies import mh_frequencies
-from ibp_rflvm.targets.collapsed_kernels import ess_rows, gibbs_z_rows
-from ibp_rflvm.targets.row_cache import build_cache
+from ibp_rflvm.targets.row_cache import build_cache, row_cache
 
 PRIOR = GaussianPrior(a0=1.3, b0=0.7)
 
@@ -25,9 +26,7 @@ def _problem(seed=0, N=40, J=5, M=8, K=3):
 
 
 def _kernel_args(X, Z, W, Phi, Y, cache):
-    N, J = Y.shape
-    return (X, Z, W, False, Phi, Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
-            PRIOR.a0 + 0.5 * N, PRIOR.b0, PRIOR.constant(N, J))  # fmt: skip
+    return X, Z, W, False, row_cache(Phi, Y, cache, PRIOR)
 
 
 def _assert_cache_matches(cache, Phi, Y):

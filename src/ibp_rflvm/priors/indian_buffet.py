@@ -145,7 +145,8 @@ class IndianBuffet:
         counts = w.Z.sum(axis=0).astype(np.int64)
         room = ibp.room(int(np.count_nonzero(counts)), max_dims)
         view = view_of()
-        z_flips = int(view.gibbs_z(rng, w, counts, room, ibp.z_log_prior_odds, w.pi))
+        rows = view.row_target(w)
+        z_flips = int(ibp.gibbs_z(rng, w.X, w.Z, w.W, ibp.z_log_prior_odds, w.pi, counts, room, rows))
         return view, moves._replace(z_flips=z_flips, new_dims=int(new_pi.size)), s
 
     def update_state(self, rng: np.random.Generator, w, sweep: int) -> dict[str, float]:

@@ -29,6 +29,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..features import row_features
+from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
 from .transfer import aligned_pairs
 
 
@@ -88,6 +90,59 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, prior_ratio, hyper, accep
             accepted[i] = True
             acc += 1
     return tried, acc
+
+
+@njit(cache=True, fastmath=FAST)
+def absorb_rows(
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows,
+    counts: np.ndarray, pairs: tuple, prior_ratio, hyper,
+) -> tuple[int, int]:
+    """Absorb/emit for a likelihood that couples the rows: every row in turn, every ordered
+    aligned pair of `pairs` (:func:`ordered_pairs`), one proposal each, scored by the compiled
+    row scorer `rows` (:mod:`.row_scorer`) against the other rows as they stand. Acceptance as
+    in the module docstring (:func:`absorb_log_ratio`). `X`, `Z`, `counts` are updated in
+    place. Returns ``(proposed, accepted)``."""
+    keep, toggle, cs = pairs
+    N, K = X.shape
+    phi = feature_buffer(W, bias)
+    h = np.empty(K)
+    tried = acc = 0
+    for i in range(N):
+        ll = begin(rows, i)
+        for p in range(keep.size):
+            a, b = keep[p], toggle[p]
+            m, new_a = absorb_proposal(X, Z, i, a, b, cs[p], counts)
+            if m == 0:
+                continue
+            z_b = Z[i, b]
+            log_u = math.log(rng.random())
+            latent_row(X, Z, i, h)
+            h[a] = new_a * Z[i, a]
+            h[b] = 0.0 if z_b == 1 else X[i, b]
+            row_features(h, W, bias, phi)
+            ll_new = score(rows, i, phi)
+            tried += 1
+            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N, prior_ratio, hyper) + ll_new - ll:
+                commit(rows, i, phi)
+                X[i, a] = new_a
+                Z[i, b] = 1 - z_b
+                counts[b] += 1 - 2 * z_b
+                acc += 1
+                ll = begin(rows, i)
+    return tried, acc
+
+
+def absorbs(
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
+) -> tuple[int, int]:
+    """Absorb/emit between the ordered aligned pairs of `W` (of at most `max_pairs` pairs), with
+    the prior on ``Z`` `prior`: :func:`absorb_rows` when `target` (a row target) offers a
+    compiled row scorer, else :func:`absorb_pairs`. ``(proposed, accepted)``."""
+    if target.rows is None:
+        return absorb_pairs(rng, X, Z, W, counts, min_cos, target, max_pairs, prior)
+    pairs = ordered_pairs(W, min_cos, rng, max_pairs)
+    ratio = (prior.prior_ratio, prior.hyper)
+    return absorb_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, *ratio)
 
 
 def absorb_pairs(

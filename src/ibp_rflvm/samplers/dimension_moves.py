@@ -23,11 +23,11 @@ propose the new ``x`` from ``q = N(0, s^2)`` with a small ``s``: a dimension swi
 barely changes the row's features, so it is accepted when the data do not object, and
 elliptical slice sampling of ``X`` grows it later.
 
-The likelihood enters only through a *row target* (:class:`RowTarget`), which the sweep's
-target supplies (:mod:`ibp_rflvm.targets`): ``delta(i, h, W)`` is the change of the
+The likelihood enters only through what the sweep's target scores (:mod:`ibp_rflvm.targets`):
+a *row target* (:class:`RowTarget`), where ``delta(i, h, W)`` is the change of the
 log-likelihood if row ``i``'s latent row became ``h`` (with frequencies ``W``) and ``accept(i)``
-commits the last proposal. The collapsed Gaussian target runs the same moves as compiled
-kernels on its row cache (:mod:`ibp_rflvm.targets.collapsed_kernels`).
+commits the last proposal, or, for a likelihood that couples the rows, a compiled row scorer
+(:mod:`.row_scorer`), over which the flips run as one compiled pass (:func:`flip_rows`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ from typing import Protocol
 import numpy as np
 from numba import njit
 
+from ..features import row_features
 from . import dp_mixture
+from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
 
 
 @njit(cache=True)
@@ -57,10 +59,19 @@ class RowTarget(Protocol):
     """What a move needs of the likelihood, given by the sweep's target (:mod:`ibp_rflvm.targets`).
 
     ``delta``/``accept``: one row (singleton birth/death); ``deltas``/``accept_rows``: every row
-    at once (the flips); ``deltas_at``/``accept_at``: a few rows (transfers, absorb/emit). A
-    ``delta`` is the change of the log-likelihood if the row's latent row became the proposal
-    (with frequencies ``W``); an ``accept`` commits the last proposal of those rows.
+    at once (the flips, the Gibbs pass of ``Z``); ``deltas_at``/``accept_at``: a few rows
+    (transfers, absorb/emit). A ``delta`` is the change of the log-likelihood if the row's latent
+    row became the proposal (with frequencies ``W``); an ``accept`` commits the last proposal of
+    those rows.
+
+    ``rows``: for a likelihood that couples the rows, a compiled row scorer of the same rows
+    (:mod:`.row_scorer`; features with a bias column when ``bias``), over which the flips, the
+    Gibbs pass, the transfers and absorb/emit run as compiled row kernels; None when the rows
+    are independent given the weights, and the array methods score them.
     """
+
+    rows: object | None
+    bias: bool
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float: ...
 
@@ -136,6 +147,18 @@ def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, log_ratio
 accept_flips = _flip_column
 
 
+def flips(
+    rng: np.random.Generator, X, Z, W, counts, q_sd: float, target: RowTarget, prior
+) -> tuple[int, int]:
+    """The joint ``(z_id, x_id)`` moves of the dimensions other rows use, with the prior on
+    ``Z`` `prior` (:class:`ibp_rflvm.priors.FeaturePrior`): :func:`flip_rows` when `target`
+    offers a compiled row scorer, else :func:`flip_columns`. ``(proposed, accepted)``."""
+    if target.rows is not None:
+        moves = (prior.propose, prior.log_ratio, prior.hyper)
+        return flip_rows(rng, X, Z, W, target.bias, target.rows, counts, q_sd, *moves)
+    return flip_columns(rng, X, Z, W, counts, q_sd, target, prior)
+
+
 def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target, prior) -> tuple[int, int]:
     """Joint ``(z_id, x_id)`` moves for a row-factorised target, one dimension at a time.
 
@@ -168,6 +191,51 @@ def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target,
         n_acc += a
         if a:
             target.accept_rows(np.flatnonzero(accepted))
+    return tried, n_acc
+
+
+@njit(cache=True, fastmath=FAST)
+def flip_rows(
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows,
+    counts: np.ndarray, q_sd: float, propose, log_ratio, hyper,
+) -> tuple[int, int]:
+    """The joint ``(z_id, x_id)`` moves for a likelihood that couples the rows: every row in
+    turn, every dimension other rows use, one move each, scored by the compiled row scorer
+    `rows` (:mod:`.row_scorer`) against the other rows as they stand.
+
+    The prior on ``Z`` proposes the new value (``propose(rng, z)``; the IBP's is the flip) and
+    gives its ratio (``log_ratio`` with ``hyper``, :class:`ibp_rflvm.priors.FeaturePrior`).
+    Acceptance: ``log u < entry_log_ratio(...) + ll' - ll`` (:func:`entry_log_ratio`). `X`,
+    `Z`, `counts` are updated in place. Returns ``(proposed, accepted)``.
+    """
+    N, K = X.shape
+    phi = feature_buffer(W, bias)
+    h = np.empty(K)
+    tried = n_acc = 0
+    for i in range(N):
+        ll = begin(rows, i)
+        for d in range(K):
+            z_cur = Z[i, d]
+            m_other = counts[d] - z_cur
+            if m_other == 0:
+                continue  # a singleton (or an empty column): the birth/death move's business
+            tried += 1
+            x_prop = q_sd * rng.standard_normal() if z_cur == 0 else rng.standard_normal()
+            z_new = propose(rng, z_cur)
+            log_u = math.log(rng.random())
+            x_new = proposed_x(z_cur, z_new, X[i, d], x_prop)
+            latent_row(X, Z, i, h)
+            h[d] = x_new * z_new
+            row_features(h, W, bias, phi)
+            ll_new = score(rows, i, phi)
+            prior = entry_log_ratio(log_ratio, hyper, z_cur, z_new, X[i, d], x_prop, m_other, N, q_sd)
+            if log_u < prior + ll_new - ll:
+                commit(rows, i, phi)
+                X[i, d] = x_new
+                Z[i, d] = z_new
+                counts[d] += z_new - z_cur
+                n_acc += 1
+                ll = begin(rows, i)
     return tried, n_acc
 
 

@@ -7,8 +7,9 @@ The sampler state is the binary matrix ``Z`` (``N x K`` represented dimensions),
 1. ``extend``: slice variable ``s ~ U(0, pi*)``; inactive dimensions are dropped and new sticks
    are drawn exactly, in decreasing order starting below 1, until one falls below ``s``;
 2. the model updates ``z_id`` with the prior factor of :func:`z_log_prior_odds` (this module
-   gives the compiled factor and a compiled sequential pass for factorising likelihoods),
-   visiting dimensions in :func:`scan_order`;
+   gives the compiled factor, a compiled pass of one column for factorising likelihoods,
+   :func:`gibbs_column`, and one of every row in turn for likelihoods that couple the rows,
+   :func:`gibbs_z_rows`), visiting dimensions in :func:`scan_order`;
 3. ``update_sticks``: ``pi_d ~ Beta(m_d, N - m_d + 1)`` for active dimensions; inactive ones
    are dropped;
 4. ``update_alpha``: ``alpha ~ Gamma(a + K+, b + H_N)``.
@@ -38,6 +39,9 @@ import math
 import numpy as np
 from numba import njit
 from scipy import special
+
+from ..features import row_features
+from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
 
 #: The room of a model without a cap on ``K+``.
 UNCAPPED = 2**62
@@ -347,6 +351,75 @@ def gibbs_column(
         v = gibbs_flip(rng, lo)
         count_change(counts, d, z_cur, v, room)
         Z[i, d] = v
+
+
+def gibbs_z(
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, odds, weights: np.ndarray,
+    counts: np.ndarray, room: np.ndarray, target,
+) -> int:
+    """Gibbs update of every ``z_id``, dimensions in `Z`'s order (the caller's scan order), with
+    the prior's conditional log odds ``odds(weights, counts, d, z_cur)`` and the cap on ``K+``
+    (`room`), against the likelihood of `target` (a row target,
+    :class:`ibp_rflvm.samplers.dimension_moves.RowTarget`): row by row in one compiled pass
+    (:func:`gibbs_z_rows`) when it offers a compiled row scorer (``target.rows``), else one
+    dimension at a time, every row's change of the likelihood in one array pass
+    (``target.deltas``) and the rows visited in turn by :func:`gibbs_column`. `Z`, `counts`
+    and `room` are updated in place; returns the number of entries changed."""
+    if target.rows is not None:
+        return gibbs_z_rows(rng, X, Z, W, target.bias, target.rows, odds, weights, counts, room)
+    flips = 0
+    for d in range(Z.shape[1]):
+        H_alt = X * Z
+        H_alt[:, d] = X[:, d] * (1 - Z[:, d])
+        z_before = Z[:, d].copy()
+        # The change if z_id flipped; the column's conditional wants log p(z = 1) - log p(z = 0).
+        delta = target.deltas(H_alt, W)
+        delta = np.where(z_before == 1, -delta, delta)
+        gibbs_column(rng, Z, d, delta, odds, weights, counts, room)
+        changed = np.flatnonzero(Z[:, d] != z_before)
+        if changed.size:
+            target.accept_rows(changed)
+            flips += int(changed.size)
+    return flips
+
+
+@njit(cache=True, fastmath=FAST)
+def gibbs_z_rows(
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows, odds,
+    weights: np.ndarray, counts: np.ndarray, room: np.ndarray,
+) -> int:
+    """Gibbs update of every ``z_id``, row by row, for a likelihood that couples the rows: each
+    entry's two values scored by the compiled row scorer `rows` (:mod:`.row_scorer`), with the
+    prior's conditional log odds ``odds(weights, counts, d, z_cur)`` as in :func:`gibbs_column`
+    and the cap on ``K+`` (:func:`capped`). `Z`, `counts` and `room` are updated in place;
+    returns the number of entries changed."""
+    N, K = X.shape
+    phi = feature_buffer(W, bias)
+    h = np.empty(K)
+    n_flips = 0
+    for i in range(N):
+        ll_cur = begin(rows, i)
+        for d in range(K):
+            z_cur = Z[i, d]
+            if capped(counts, d, z_cur, room):
+                continue
+            latent_row(X, Z, i, h)
+            h[d] = X[i, d] * (1 - z_cur)
+            row_features(h, W, bias, phi)
+            ll_new = score(rows, i, phi)
+            log_odds_one = odds(weights, counts, d, z_cur)
+            if z_cur == 0:
+                log_odds_one += ll_new - ll_cur
+            else:
+                log_odds_one += ll_cur - ll_new
+            z_new = gibbs_flip(rng, log_odds_one)
+            if z_new != z_cur:
+                commit(rows, i, phi)
+                Z[i, d] = z_new
+                count_change(counts, d, z_cur, z_new, room)
+                n_flips += 1
+                ll_cur = begin(rows, i)
+    return n_flips
 
 
 @njit(cache=True)

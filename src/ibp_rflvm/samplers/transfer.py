@@ -42,6 +42,9 @@ import math
 import numpy as np
 from numba import njit
 
+from ..features import row_features
+from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
+
 
 def aligned_pairs(
     W: np.ndarray, min_cos: float, rng: np.random.Generator | None = None, max_pairs: int | None = None
@@ -122,6 +125,70 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, prior_ratio, 
             accepted[i] = True
             acc += 1
     return tried, acc
+
+
+@njit(cache=True, fastmath=FAST)
+def transfer_rows(
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows,
+    counts: np.ndarray, pairs: tuple, prior_ratio, hyper,
+) -> tuple[int, int]:
+    """Transfers for a likelihood that couples the rows: every row in turn, every aligned pair
+    of `pairs` (:func:`aligned_pairs`), one proposal each, scored by the compiled row scorer
+    `rows` (:mod:`.row_scorer`) against the other rows as they stand. Acceptance as in the
+    module docstring (:func:`transfer_log_ratio`). `X`, `Z`, `counts` are updated in place.
+    Returns ``(proposed, accepted)``."""
+    pa, pb, pc = pairs
+    N, K = X.shape
+    phi = feature_buffer(W, bias)
+    h = np.empty(K)
+    tried = acc = 0
+    for i in range(N):
+        ll = begin(rows, i)
+        for p in range(pa.size):
+            src, dst, c = orient(Z, i, pa[p], pb[p], pc[p])
+            if src < 0:
+                continue
+            value = Z[i, src]
+            m_src = counts[src] - value
+            m_dst = counts[dst]
+            if m_src == 0:
+                continue  # the row owns `src` alone: moving would kill a dimension
+            new_dst = c * X[i, src]
+            new_src = X[i, dst] / c
+            log_u = math.log(rng.random())
+            latent_row(X, Z, i, h)
+            h[src] = 0.0
+            h[dst] = new_dst * value
+            row_features(h, W, bias, phi)
+            ll_new = score(rows, i, phi)
+            tried += 1
+            log_ratio = transfer_log_ratio(
+                X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, value, N, prior_ratio, hyper
+            )
+            if log_u < log_ratio + ll_new - ll:
+                commit(rows, i, phi)
+                X[i, dst] = new_dst
+                X[i, src] = new_src
+                Z[i, dst] = value
+                Z[i, src] = 0
+                counts[dst] += value
+                counts[src] -= value
+                acc += 1
+                ll = begin(rows, i)
+    return tried, acc
+
+
+def transfers(
+    rng: np.random.Generator, X, Z, W, counts, min_cos: float, target, max_pairs: int | None, prior
+) -> tuple[int, int]:
+    """Transfers between the aligned pairs of `W` (at most `max_pairs` of them), with the prior
+    on ``Z`` `prior`: :func:`transfer_rows` when `target` (a row target) offers a compiled row
+    scorer, else :func:`transfer_pairs`. ``(proposed, accepted)``."""
+    if target.rows is None:
+        return transfer_pairs(rng, X, Z, W, counts, min_cos, target, max_pairs, prior)
+    pairs = aligned_pairs(W, min_cos, rng, max_pairs)
+    ratio = (prior.prior_ratio, prior.hyper)
+    return transfer_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, *ratio)
 
 
 def transfer_pairs(

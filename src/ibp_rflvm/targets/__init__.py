@@ -3,7 +3,7 @@
 * :class:`~.prior.PriorTarget`: the prior alone (``ModelSpec.use_likelihood=False``), for the
   sampler checks;
 * :class:`~.collapsed.CollapsedGaussianTarget`: the Gaussian with its weights and noise
-  integrated out, rows coupled, moves as compiled kernels on a row cache;
+  integrated out, rows coupled: the moves run as compiled row kernels over its row cache;
 * :class:`~.factorised.FactorisedTarget`: every other likelihood, sampled with its weights,
   given which the rows are independent.
 

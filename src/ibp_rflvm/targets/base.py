@@ -10,11 +10,15 @@ or a likelihood that factorises over rows given its weights. The sweep
 * ``target.view(w, params)``: a :class:`View` of the likelihood at the working state ``w``,
   which carries what the updates of ``Z`` share (the features, a row cache, the linear
   predictors), and ``target.x_view(w, params, view)`` for the updates of ``X`` and ``W``;
-* the view's moves: ``gibbs_z``, ``flips``, ``transfers``, ``absorbs``, ``row_target`` (for
-  singleton births and deaths), ``update_x``, ``update_w``, and ``finish``, which draws the
-  likelihood's own variables and returns the sweep's log-likelihood.
+* the view's ``row_target(w)``: what the moves of ``Z`` (:mod:`ibp_rflvm.samplers`: the prior's
+  Gibbs pass, the flips, transfers, absorb/emit, singleton births and deaths) score their
+  proposals against, a :class:`~ibp_rflvm.samplers.dimension_moves.RowTarget` that scores many
+  rows in one array pass or, for a likelihood that couples the rows, also offers a compiled row
+  scorer (:mod:`ibp_rflvm.samplers.row_scorer`) for the moves' row kernels;
+* the view's ``update_x``, ``update_w`` and ``finish``, which draws the likelihood's own
+  variables and returns the sweep's log-likelihood.
 
-Each view method updates the working arrays of ``w`` in place and draws from the chain's one
+Each move updates the working arrays of ``w`` in place and draws from the chain's one
 Generator in a fixed order, so a seed fixes the chain.
 """
 
@@ -70,36 +74,10 @@ class Work:
 class View(Protocol):
     """The likelihood at one working state, for the moves of one sweep."""
 
-    def gibbs_z(
-        self, rng: np.random.Generator, w: Work, counts: np.ndarray, room: np.ndarray, odds,
-        weights: np.ndarray,
-    ) -> int:
-        """A Gibbs pass of every ``z_id`` (dimensions in ``w``'s order) with the prior's
-        conditional log odds ``odds(weights, counts, d, z_cur)``, a compiled function handed
-        over as ``FeaturePrior.log_ratio`` is (the IBP's slice step passes its sticks' odds);
-        `room` caps ``K+``. The number of entries changed."""
-
-    def flips(
-        self, rng: np.random.Generator, w: Work, counts: np.ndarray, q_sd: float, prior
-    ) -> tuple[int, int]:
-        """Joint ``(z_id, x_id)`` moves of the dimensions other rows use, with the prior on ``Z``
-        `prior` (:class:`ibp_rflvm.priors.FeaturePrior`); ``(proposed, accepted)``."""
-
-    def transfers(
-        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
-        prior,
-    ) -> tuple[int, int]:
-        """Row transfers between aligned dimensions (a count moves whole); ``(proposed, accepted)``."""
-
-    def absorbs(
-        self, rng: np.random.Generator, w: Work, counts: np.ndarray, min_cos: float, budget: int | None,
-        prior,
-    ) -> tuple[int, int]:
-        """Absorb/emit between aligned dimensions (with the prior's ratio); ``(proposed, accepted)``."""
-
-    @property
-    def row_target(self) -> RowTarget:
-        """One row's log-likelihood change, for the singleton birth/death move."""
+    def row_target(self, w: Work) -> RowTarget:
+        """What one pass of the moves of ``Z`` over the rows scores its proposals against, from
+        ``w`` as it stands; the moves of one pass share it, and each call starts a pass (the
+        collapsed Gaussian builds its row cache afresh)."""
 
     def compact(self) -> None:
         """After inactive dimensions were dropped (the features do not change)."""

@@ -3,10 +3,11 @@
 ``y_ij ~ N(phi_i^T beta_j, sigma_j^2)`` with ``beta_j ~ N(0, sigma_j^2 I)`` and
 ``sigma_j^2 ~ InvGamma(a0, b0)`` integrated out; the unobserved entries are completed by
 imputation once a sweep (data augmentation). The marginal couples the rows, so the moves run
-row by row as compiled kernels on the rank-2 row cache (:mod:`.collapsed_kernels`,
-:mod:`.row_cache`), each proposal scored in ``O(L^2 + L J)``; a frequency changes two columns of
-``Phi``, scored by the block formula of :mod:`.collapsed_frequencies`. The cache is rebuilt from
-scratch at the start of every pass, which bounds the round-off of the low-rank updates.
+row by row as the compiled row kernels of :mod:`ibp_rflvm.samplers`, over the rank-2 row cache
+(:mod:`.row_cache`) as their row scorer, each proposal scored in ``O(L^2 + L J)``; a frequency
+changes two columns of ``Phi``, scored by the block formula of :mod:`.collapsed_frequencies`.
+The cache is rebuilt from scratch at the start of every pass, which bounds the round-off of
+the low-rank updates.
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ from scipy.linalg import solve_triangular
 from ..features import feature_map, row_features
 from ..likelihoods.base import LikelihoodParams
 from ..likelihoods.gaussian import LOG_2PI, GaussianPrior
-from ..samplers.absorb import ordered_pairs
-from ..samplers.transfer import aligned_pairs
+from ..samplers.ess import ess_rows
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
 from .collapsed_frequencies import ess_frequencies_collapsed, mh_frequencies
-from .collapsed_kernels import absorb_rows, ess_rows, flip_rows, gibbs_z_rows, transfer_rows
-from .row_cache import Cache, build_cache, collapsed_loglik, commit_row, eval_row, prepare_row, row_buffers
+from .row_cache import (
+    Cache,
+    RowCache,
+    begin_row,
+    build_cache,
+    collapsed_loglik,
+    commit_row,
+    row_cache,
+    score_row,
+)
 
 
 def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float:
@@ -32,36 +40,22 @@ def loglik_direct(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> float
 
 
 class CollapsedRows:
-    """Rows of the collapsed Gaussian: each proposal is one rank-2 evaluation of the row cache."""
+    """Rows of the collapsed Gaussian: each proposal is one rank-2 evaluation of the row cache
+    `rows`, the compiled row scorer of the moves' row kernels; `delta` and `accept` score one
+    row from Python (the singleton births and deaths)."""
 
-    def __init__(self, Phi: np.ndarray, Y: np.ndarray, cache: Cache, prior: GaussianPrior, bias: bool):
-        N, L = Phi.shape
-        J = Y.shape[1]
-        self.Phi, self.Y, self.cache, self.bias = Phi, Y, cache, bias
-        self.a_n = prior.a0 + 0.5 * N
-        self.b0 = prior.b0
-        self.const = prior.constant(N, J)
-        self.buf = row_buffers(L, J, 0)
-        self.phi_new = np.empty(L)
+    def __init__(self, rows: RowCache, bias: bool):
+        self.rows, self.bias = rows, bias
+        self.phi_new = np.empty(rows.Phi.shape[1])
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
-        c = self.cache
-        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
-        prepare_row(self.Phi[i], c.A, c.P, v, r)
+        rows = self.rows
+        begin_row(rows, i)
         row_features(np.ascontiguousarray(h), np.ascontiguousarray(W), self.bias, self.phi_new)
-        ll_new = eval_row(
-            self.phi_new, self.Phi[i], v, r, self.Y[i], c.A, c.P, c.Q, c.yy, c.state[0],
-            self.a_n, self.b0, self.const, u, s, w1, w2, Qn, m2,
-        )  # fmt: skip
-        self._ll_new = ll_new
-        return float(ll_new - c.state[1])
+        return float(score_row(rows, i, self.phi_new) - rows.state[1])
 
     def accept(self, i: int) -> None:
-        c = self.cache
-        _, v, u, r, s, w1, w2, Qn, m2, _ = self.buf
-        commit_row(
-            self.Y[i], c.A, c.P, c.Q, u, v, w1, w2, Qn, m2, c.state, self._ll_new, self.Phi[i], self.phi_new
-        )
+        commit_row(self.rows, i, self.phi_new)
 
 
 def sample_weights(
@@ -162,55 +156,24 @@ class CollapsedView:
     def __init__(self, target: CollapsedGaussianTarget, w: Work) -> None:
         self.t = target
         self.Phi = feature_map(w.X * w.Z, w.W, target.bias)
-        self.w = w  # its completed data Y changes only in finish()
-        self._rows: CollapsedRows | None = None
 
-    def _cache(self, w: Work) -> Cache:
-        return build_cache(self.Phi, w.Y, self.t.prior)
+    def _rows(self, w: Work) -> RowCache:
+        """A row cache built afresh from the current features and completed data."""
+        return row_cache(self.Phi, w.Y, build_cache(self.Phi, w.Y, self.t.prior), self.t.prior)
 
-    def _args(self, w: Work, cache: Cache) -> tuple:
-        N = self.Phi.shape[0]
-        prior = self.t.prior
-        return (
-            w.X, w.Z, w.W, self.t.bias, self.Phi, w.Y, cache.A, cache.P, cache.Q, cache.yy, cache.state,
-            prior.a0 + 0.5 * N, prior.b0, prior.constant(N, w.Y.shape[1]),
-        )  # fmt: skip
-
-    def gibbs_z(self, rng, w: Work, counts, room, odds, weights) -> int:
-        return gibbs_z_rows(rng, *self._args(w, self._cache(w)), odds, weights, counts, room)
-
-    def flips(self, rng, w: Work, counts, q_sd: float, prior) -> tuple[int, int]:
-        cache = self._cache(w)
-        moves = (prior.propose, prior.log_ratio, prior.hyper)
-        n_acc = flip_rows(rng, *self._args(w, cache), counts, q_sd, *moves)
-        # The pair moves and the singleton births and deaths go on from the flips' cache.
-        self._rows = CollapsedRows(self.Phi, w.Y, cache, self.t.prior, self.t.bias)
-        return n_acc
-
-    @property
-    def row_target(self) -> CollapsedRows:
-        if self._rows is None:
-            self._rows = CollapsedRows(self.Phi, self.w.Y, self._cache(self.w), self.t.prior, self.t.bias)
-        return self._rows
-
-    def transfers(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
-        chosen = aligned_pairs(w.W, min_cos, rng, budget)
-        args = self._args(w, self.row_target.cache)
-        return transfer_rows(rng, *args, counts, *chosen, prior.prior_ratio, prior.hyper)
-
-    def absorbs(self, rng, w: Work, counts, min_cos: float, budget, prior) -> tuple[int, int]:
-        chosen = ordered_pairs(w.W, min_cos, rng, budget)
-        args = self._args(w, self.row_target.cache)
-        return absorb_rows(rng, *args, counts, *chosen, prior.prior_ratio, prior.hyper)
+    def row_target(self, w: Work) -> CollapsedRows:
+        # Each pass starts from a cache built afresh, which bounds the low-rank updates' round-off.
+        return CollapsedRows(self._rows(w), self.t.bias)
 
     def compact(self) -> None:
         pass
 
     def update_x(self, rng, w: Work) -> int:
-        return ess_rows(rng, *self._args(w, self._cache(w)))
+        return ess_rows(rng, w.X, w.Z, w.W, self.t.bias, self._rows(w))
 
     def update_w(self, rng, w: Work) -> tuple[int, int]:
-        args = (rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.Phi, w.Y, self._cache(w), self.t.prior)
+        cache = build_cache(self.Phi, w.Y, self.t.prior)
+        args = (rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.Phi, w.Y, cache, self.t.prior)
         if self.t.frequency_update == "ess":
             _, moved, _ = ess_frequencies_collapsed(*args)
             return (w.W.shape[0] if w.W.shape[1] else 0), moved

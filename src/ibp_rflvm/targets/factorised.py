@@ -16,15 +16,18 @@ from ..likelihoods.base import LikelihoodParams
 from ..plumbing import blocks as _blocks
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
-from .factorised_state import FactorisedState, ess_w, update_w, update_x, update_z
-from .moves import ArrayMoves
+from .factorised_state import FactorisedState, ess_w, update_w, update_x
 
 
 class FactorisedRows:
-    """Rows of a likelihood that factorises given ``beta`` (a ``FactorisedState`` ``fs``)."""
+    """Rows of a likelihood that factorises given ``beta`` (a ``FactorisedState`` ``fs``): every
+    move scores many rows' proposals in one array pass."""
+
+    rows = None  # independent given the weights: no compiled row scorer
 
     def __init__(self, fs) -> None:
         self.fs = fs
+        self.bias = fs.bias
         self._last = None
         self._at = None
 
@@ -112,16 +115,13 @@ class FactorisedTarget:
         return loglik
 
 
-class FactorisedView(ArrayMoves):
+class FactorisedView:
     def __init__(self, target: FactorisedTarget, fs: FactorisedState) -> None:
         self.t = target
         self.fs = fs
 
-    def _row_target(self) -> FactorisedRows:
+    def row_target(self, w: Work) -> FactorisedRows:
         return FactorisedRows(self.fs)
-
-    def gibbs_z(self, rng, w: Work, counts, room, odds, weights) -> int:
-        return update_z(rng, w.X, w.Z, w.W, odds, weights, counts, self.fs, room)
 
     def compact(self) -> None:
         self.fs.Phi = np.ascontiguousarray(self.fs.Phi)  # dropped dimensions were inactive

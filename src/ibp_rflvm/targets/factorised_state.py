@@ -1,9 +1,10 @@
-"""X, Z and W updates for likelihoods that factorise over rows given the weights ``beta``.
+"""X and W updates for likelihoods that factorise over rows given the weights ``beta``, and the
+state the updates of ``Z`` score their proposals against (:class:`FactorisedState`).
 
 Given ``beta``, row ``i`` of the data depends only on row ``i`` of ``Phi``, so all rows run
-their elliptical slice samplers at once, and the ``z_id`` likelihood ratios of one dimension are
-computed for all rows in one array operation (the rows are then visited in turn only for the
-slice sampler's ``pi*`` factor, in compiled code). A frequency proposal changes two columns of
+their elliptical slice samplers at once, and the moves of ``Z`` (:mod:`ibp_rflvm.samplers`)
+score the proposals of many rows in one array operation (``FactorisedState.rows_loglik``, through
+the target's row target). A frequency proposal changes two columns of
 ``Phi``, so the linear predictor ``psi = Phi beta`` is updated by a rank-2 product instead of
 being recomputed.
 
@@ -23,7 +24,6 @@ from numba import njit
 from ..features import feature_map, frequency_columns
 from ..likelihoods.base import Likelihood, LikelihoodParams, Prepared
 from ..plumbing import blocks as _blocks
-from ..samplers import ibp
 from ..samplers.ess import elliptical_slice
 from .frequency_bound import FrequencyBound
 from .frequency_moves import ess_frequencies
@@ -66,31 +66,6 @@ def features_and_predictor(H: np.ndarray, W: np.ndarray, bias: bool, beta: np.nd
     blocks = _blocks.current()
     blocks.run(part, blocks.row_slices(n))
     return Phi, psi
-
-
-def update_z(
-    rng: np.random.Generator, X, Z, W, odds, weights, counts, fs: FactorisedState, room=None
-) -> int:
-    """Gibbs update of every ``z_id``; dimensions in the order given (the caller's scan order),
-    with the prior's conditional log odds ``odds(weights, counts, d, z_cur)``
-    (:func:`ibp.gibbs_column`). `room`: the cap on ``K+`` (:func:`ibp.room`; None: no cap)."""
-    if room is None:
-        room = ibp.room(0, None)
-    flips = 0
-    for d in range(Z.shape[1]):
-        H_alt = X * Z
-        H_alt[:, d] = X[:, d] * (1 - Z[:, d])
-        ll_alt, Phi_alt, psi_alt = fs.rows_loglik(H_alt, W, fs.all_rows)
-        z_before = Z[:, d].copy()
-        delta = np.where(z_before == 1, fs.ll - ll_alt, ll_alt - fs.ll)
-        ibp.gibbs_column(rng, Z, d, delta, odds, weights, counts, room)
-        changed = np.flatnonzero(Z[:, d] != z_before)
-        if changed.size:
-            fs.Phi[changed] = Phi_alt[changed]
-            _blocks.copy_rows(fs.psi, changed, psi_alt, changed)
-            fs.ll[changed] = ll_alt[changed]
-            flips += int(changed.size)
-    return flips
 
 
 def update_x(rng: np.random.Generator, X, Z, W, fs: FactorisedState) -> tuple[np.ndarray, int]:
@@ -246,4 +221,4 @@ def _low_rank_update(psi, D, B, out):
             out[i, j] = psi[i, j] + acc[j]
 
 
-__all__ = ["FactorisedState", "elliptical_slice", "ess_w", "update_w", "update_x", "update_z"]
+__all__ = ["FactorisedState", "elliptical_slice", "ess_w", "update_w", "update_x"]

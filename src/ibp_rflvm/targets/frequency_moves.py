@@ -40,6 +40,8 @@ import math
 
 import numpy as np
 
+from ..samplers.ess import shrink
+
 #: Shrinks of one bracket after which the search keeps ``w_m``. The bracket has then shrunk by
 #: about ``2^-200`` around the current point, whose log-likelihood is above the slice (``log u
 #: < 0``): only rounding of the likelihood at a point equal to ``w_m`` to the last bits can keep
@@ -92,11 +94,7 @@ def ess_frequencies(
                 moved += int(not np.array_equal(w_prop, W[m]))
                 block.commit(m, w_prop, pieces)
                 break
-            if theta < 0.0:
-                lo = theta
-            else:
-                hi = theta
-            theta = lo + rng.random() * (hi - lo)
+            theta, lo, hi = shrink(theta, lo, hi, rng.random())
     return n_evals, moved
 
 

@@ -14,14 +14,15 @@ import math
 import numpy as np
 
 from ..likelihoods.base import LikelihoodParams
-from ..samplers import ibp
 from .base import Work
 from .frequency_moves import ess_frequencies_prior
-from .moves import ArrayMoves
 
 
 class NoLikelihood:
     """The prior alone (for the sampler checks): every proposal leaves the likelihood at 0."""
+
+    rows = None
+    bias = False
 
     def delta(self, i: int, h: np.ndarray, W: np.ndarray) -> float:
         return 0.0
@@ -64,18 +65,12 @@ class PriorTarget:
         return lambda Phi_d: 0.0
 
 
-class PriorView(ArrayMoves):
+class PriorView:
     def __init__(self, frequency_update: str = "mh") -> None:
         self.frequency_update = frequency_update
 
-    def _row_target(self) -> NoLikelihood:
+    def row_target(self, w: Work) -> NoLikelihood:
         return NoLikelihood()
-
-    def gibbs_z(self, rng, w: Work, counts, room, odds, weights) -> int:
-        zero = np.zeros(w.Z.shape[0])
-        for d in range(w.Z.shape[1]):
-            ibp.gibbs_column(rng, w.Z, d, zero, odds, weights, counts, room)
-        return 0
 
     def compact(self) -> None:
         pass
