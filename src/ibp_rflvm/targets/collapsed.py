@@ -68,7 +68,8 @@ def sample_weights(
     L, J = cache.P.shape
     eps = rng.standard_normal((L, J))
     # S = R R^T, so R^-T eps has covariance S^-1.
-    beta = cache.P + solve_triangular(cache.chol, eps, lower=True, trans="T") * np.sqrt(sigma2)
+    draw = solve_triangular(cache.chol, eps, lower=True, trans="T", check_finite=False)
+    beta = cache.P + draw * np.sqrt(sigma2)
     return beta, sigma2
 
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky
 
 from ..features import frequency_columns
 from ..likelihoods.gaussian import GaussianPrior
 from .frequency_moves import ess_frequencies
-from .row_cache import Cache, collapsed_loglik
+from .row_cache import Cache, collapsed_loglik, factor
 
 
 def _inv2(a: np.ndarray) -> tuple[np.ndarray, float]:
@@ -84,10 +83,7 @@ class _FrequencyBlock:
         self.W[m] = w_prop
         S = self.G.copy()
         S[np.diag_indices(S.shape[0])] += 1.0
-        self.R = cholesky(S, lower=True)
-        A = cho_solve((self.R, True), np.eye(S.shape[0]))
-        self.A = 0.5 * (A + A.T)
-        self.logdet = 2.0 * float(np.sum(np.log(np.diag(self.R))))
+        self.R, self.A, self.logdet = factor(S)
         self.Q = Qn
         self.ll = float(ll_new)
         self.changed = True
