@@ -7,16 +7,17 @@ expectations must match within their Monte Carlo error (batch means).
 
 import math
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import pytest
-from numba import njit
+from numba.extending import overload
 from scipy import special, stats
 
 from ibp_rflvm import model
 from ibp_rflvm.priors import GammaPoisson, IndianBuffet
-from ibp_rflvm.priors.gamma_poisson import count_log_ratio, walk_log_q_ratio
-from ibp_rflvm.samplers import ibp
+from ibp_rflvm.priors.gamma_poisson import count_log_ratio, count_prior_ratio, propose_walk, walk_log_q_ratio
+from ibp_rflvm.samplers import ibp, z_prior
 from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 from .samplers.test_ibp import capped_prior_moments
@@ -144,9 +145,32 @@ def test_gaussian_sweep_gets_it_right_under_gamma_poisson():
     _assert_prior_moments(spec, draws)
 
 
-@njit(cache=False)
+@z_prior.hyper_class
+class _NoWalkHyper(NamedTuple):
+    rate: float
+
+
+# The gamma-Poisson's compiled questions for the wrong sampler's hyper, but for its log_ratio.
+@overload(z_prior.propose)
+def _propose(rng, z_cur, hyper):
+    if z_prior.is_hyper(hyper, _NoWalkHyper):
+        return lambda rng, z_cur, hyper: propose_walk(rng, z_cur)
+
+
+@overload(z_prior.log_ratio)
 def _no_walk_ratio(z_cur, z_new, m_other, n, hyper):
-    return count_log_ratio(z_cur, z_new, m_other, n, hyper) - walk_log_q_ratio(z_cur, z_new)
+    if z_prior.is_hyper(hyper, _NoWalkHyper):
+
+        def log_ratio(z_cur, z_new, m_other, n, hyper):
+            return count_log_ratio(z_cur, z_new, m_other, n, hyper) - walk_log_q_ratio(z_cur, z_new)
+
+        return log_ratio
+
+
+@overload(z_prior.prior_ratio)
+def _prior_ratio(z_cur, z_new, m_other, n, hyper):
+    if z_prior.is_hyper(hyper, _NoWalkHyper):
+        return lambda z_cur, z_new, m_other, n, hyper: count_prior_ratio(z_cur, z_new, m_other, n, hyper)
 
 
 class _NoWalkRatio(GammaPoisson):
@@ -154,7 +178,7 @@ class _NoWalkRatio(GammaPoisson):
 
     def __init__(self, rate=1.0):
         super().__init__(rate)
-        self.log_ratio = _no_walk_ratio
+        self.hyper = _NoWalkHyper(self.rate)
 
 
 @pytest.mark.slow

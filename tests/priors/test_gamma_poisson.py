@@ -16,7 +16,7 @@ from scipy import special
 
 from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.priors import GammaPoisson, make_prior
-from ibp_rflvm.priors.gamma_poisson import count_log_ratio, logarithmic, walk_log_q_ratio
+from ibp_rflvm.priors.gamma_poisson import GammaPoissonHyper, count_log_ratio, logarithmic, walk_log_q_ratio
 
 
 def log_prior_classes(Z: np.ndarray, alpha: float, b: float) -> float:
@@ -46,11 +46,12 @@ def test_entry_ratio_is_the_conditional_of_the_closed_form(b):
             a[0, 0], c[0, 0] = z_cur, z_new
             m_other = int(Z[1:, 0].sum())
             want = log_prior_classes(c, 2.0, b) - log_prior_classes(a, 2.0, b)
-            got = count_log_ratio(z_cur, z_new, m_other, n, np.array([b])) - walk_log_q_ratio(z_cur, z_new)
+            hyper = GammaPoissonHyper(b)
+            got = count_log_ratio(z_cur, z_new, m_other, n, hyper) - walk_log_q_ratio(z_cur, z_new)
             assert got == pytest.approx(want, abs=1e-12), (z_cur, z_new)
             checked += 1
     assert checked == 7
-    assert count_log_ratio(127, 128, 5, n, np.array([b])) == -math.inf  # int8's support
+    assert count_log_ratio(127, 128, 5, n, GammaPoissonHyper(b)) == -math.inf  # int8's support
 
 
 def test_walk_proposal_ratio_is_its_transition_probabilities():

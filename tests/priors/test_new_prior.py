@@ -7,16 +7,47 @@ record, the estimator's fitted attributes, the diagnostics and checkpoints read 
 :class:`ibp_rflvm.priors.FeaturePrior`.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
+from numba.extending import overload
 
 from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.datasets import make_cambridge
 from ibp_rflvm.priors import IndianBuffet
+from ibp_rflvm.priors.indian_buffet import propose_flip, share_log_ratio
+from ibp_rflvm.samplers import z_prior
 from ibp_rflvm.samplers.ibp_beta import log_z_prior
 from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 GRID = (0.25, 1.0, 4.0)
+
+
+@z_prior.hyper_class
+class GridHyper(NamedTuple):
+    """What the compiled moves read of the prior: the chain's current ``beta``."""
+
+    beta: float
+
+
+# The moves' compiled questions for this prior's hyper: the IBP's at the current beta.
+@overload(z_prior.propose)
+def _propose(rng, z_cur, hyper):
+    if z_prior.is_hyper(hyper, GridHyper):
+        return lambda rng, z_cur, hyper: propose_flip(rng, z_cur)
+
+
+@overload(z_prior.log_ratio)
+def _log_ratio(z_cur, z_new, m_other, n, hyper):
+    if z_prior.is_hyper(hyper, GridHyper):
+        return lambda z_cur, z_new, m_other, n, hyper: share_log_ratio(z_cur, z_new, m_other, n, hyper)
+
+
+@overload(z_prior.prior_ratio)
+def _prior_ratio(z_cur, z_new, m_other, n, hyper):
+    if z_prior.is_hyper(hyper, GridHyper):
+        return lambda z_cur, z_new, m_other, n, hyper: share_log_ratio(z_cur, z_new, m_other, n, hyper)
 
 
 class GridBetaIBP:
@@ -31,9 +62,7 @@ class GridBetaIBP:
         self.grid = tuple(float(g) for g in grid)
         self.beta = self.grid[0] if beta is None else float(beta)
         self._ibp = IndianBuffet(self.beta)
-        self.hyper = self._ibp.hyper
-        self.propose, self.log_ratio = self._ibp.propose, self._ibp.log_ratio
-        self.prior_ratio = self._ibp.prior_ratio
+        self.hyper = GridHyper(self.beta)
 
     def __getattr__(self, name):
         # The rest of the protocol (weights, singletons, alpha, new rows) is the IBP's at this beta.

@@ -32,11 +32,11 @@ def test_ordered_pairs_keep_the_phase_of_a_row_using_both_parallel_columns():
 def test_absorb_log_ratio_is_ibp_odds_times_the_coordinate_prior_and_emit_reverses_it():
     n, m, x_a, x_b, c = 15, 4, 0.6, -0.9, 0.8
     new_a = x_a + c * x_b
-    got = ab.absorb_log_ratio(1, x_a, new_a, m, n, IBP.prior_ratio, IBP.hyper)
+    got = ab.absorb_log_ratio(1, x_a, new_a, m, n, IBP.hyper)
     expected = math.log((n - m) / m) + stats.norm.logpdf(new_a) - stats.norm.logpdf(x_a)
     assert got == pytest.approx(expected)
     # The emit from the absorbed state, same other rows: x_a' - c x_b = x_a, reciprocal ratio.
-    back = ab.absorb_log_ratio(0, new_a, new_a - c * x_b, m, n, IBP.prior_ratio, IBP.hyper)
+    back = ab.absorb_log_ratio(0, new_a, new_a - c * x_b, m, n, IBP.hyper)
     assert new_a - c * x_b == pytest.approx(x_a)
     assert back == pytest.approx(-got)
 

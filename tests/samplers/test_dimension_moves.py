@@ -25,7 +25,7 @@ IBP = IndianBuffet()
 
 
 def _flip_log_ratio(z_cur, x_cur, x_prop, m, n, q):
-    return dm.entry_log_ratio(IBP.log_ratio, IBP.hyper, z_cur, 1 - z_cur, x_cur, x_prop, m, n, q)
+    return dm.entry_log_ratio(IBP.hyper, z_cur, 1 - z_cur, x_cur, x_prop, m, n, q)
 
 
 def test_flip_log_ratio_is_prior_odds_times_proposal_ratio():
@@ -68,7 +68,7 @@ def test_collapsed_moves_keep_the_row_cache_exact():
         counts = dims.Z.sum(axis=0).astype(np.int64)
         rows = row_cache(Phi, Y, cache, prior)
         args = (dims.X, dims.Z, dims.W, False, rows)
-        n_flips += dm.flip_rows(rng, *args, counts, 0.5, IBP.propose, IBP.log_ratio, IBP.hyper)[1]
+        n_flips += dm.flip_rows(rng, *args, counts, 0.5, IBP.hyper)[1]
         target = CollapsedRows(rows, False)
         dims, info = dm.singleton_birth_death(rng, dims, 3.0, 0.5, 1.0, target, IBP)
         births += info["births"]

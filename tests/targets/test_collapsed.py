@@ -68,7 +68,7 @@ def test_z_kernel_rank_two_updates_match_direct():
     counts = Z.sum(axis=0).astype(np.int64)
     Z0 = Z.copy()
     room = ibp.room(int(np.count_nonzero(counts)), None)
-    flips = gibbs_z_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache), ibp.z_log_prior_odds, pi, counts, room)
+    flips = gibbs_z_rows(rng, *_kernel_args(X, Z, W, Phi, Y, cache), ibp.Sticks(pi), counts, room)
     assert flips == np.count_nonzero(Z != Z0) or flips >= np.count_nonzero(Z != Z0)
     assert flips > 0
     np.testing.assert_array_equal(counts, Z.sum(axis=0))

@@ -284,7 +284,7 @@ def update_features(rng: np.random.Generator, st: LFMState, prm: LFMParams) -> d
 def _z_column(rng, Z, d, delta_ll, pi, counts, room, prm: LFMParams, beta: float) -> None:
     """Column `d`'s z pass: the slice sampler's (one-parameter IBP) or the exchangeable one."""
     if prm.stick_breaking:
-        ibp.gibbs_column(rng, Z, d, delta_ll, ibp.z_log_prior_odds, pi, counts, room)
+        ibp.gibbs_column(rng, Z, d, delta_ll, ibp.Sticks(pi), counts, room)
     else:
         ibp.exchangeable_column(rng, Z, d, delta_ll, counts, beta)
 

@@ -8,9 +8,7 @@ allows) and the target's likelihood ratio. The moves work in the exchangeable vi
 prior's per-dimension weights (the IBP's sticks, the gamma-Poisson rates) are integrated out:
 
 * an entry ``z_id`` of a dimension other rows use (``m_-i,d``, the sum of the other rows'
-  values, is positive): the prior proposes a new value with :attr:`FeaturePrior.propose` and
-  scores it with :attr:`FeaturePrior.log_ratio`, both compiled so that the row kernels call
-  them;
+  values, is positive): the prior proposes a new value and scores it, in compiled code (below);
 * the dimensions row ``i`` uses alone: a ``Poisson(singleton_rate(N))`` number of them, each
   with a value from :meth:`FeaturePrior.singleton_values` (births and deaths propose them from
   this prior, so only the likelihood is left in their acceptance ratio).
@@ -19,13 +17,26 @@ The sweep then draws the weights given ``Z`` (:meth:`FeaturePrior.weights_given`
 concentration (:meth:`FeaturePrior.update_alpha`); new rows take their prior from the weights
 (:meth:`FeaturePrior.row_log_ratio`).
 
+How the prior travels into the compiled moves: as one value, :attr:`FeaturePrior.hyper`, a
+named tuple of a type of the prior's own (made by
+:func:`ibp_rflvm.samplers.z_prior.hyper_class`). The moves call the generic functions of
+:mod:`ibp_rflvm.samplers.z_prior` on it (``propose``, ``log_ratio``, ``prior_ratio``), and the
+prior's module registers their compiled versions for its type (``numba.extending.overload``,
+selected with :func:`~ibp_rflvm.samplers.z_prior.is_hyper`; the IBP's in
+:mod:`.indian_buffet`). The kernels are compiled once per type of ``hyper`` and loaded from
+numba's on-disk cache by later processes; a compiled function handed to them as an argument
+would be compiled into them again in every process. A prior defined in a script's ``__main__``
+works too, but its kernels are compiled again in every process (numba's cache writes such a
+class by value): define it in a module.
+
 The prior owns its hyperparameters, its chain variables and its own steps, and the sweep asks
 for them through the protocol without naming any prior: :meth:`FeaturePrior.start_state` (the
 variables by name; the record keeps a trace of each), :meth:`FeaturePrior.at` (the prior at the
 chain's current values), :meth:`FeaturePrior.update_z` (a step of ``Z`` of its own before the
 dimension moves, such as the IBP's stick-breaking slice step) and
 :meth:`FeaturePrior.update_state` (its variables' update after them, such as a learned IBP
-``beta``). A new prior is one module that implements this protocol.
+``beta``). A new prior is one module that implements this protocol and registers the three compiled
+functions for its ``hyper``'s type.
 """
 
 from __future__ import annotations
@@ -47,27 +58,25 @@ class FeaturePrior(Protocol):
         summarise (a fixed one has a constant trace).
     max_value : int
         The largest value an entry may take (the support is conditioned on it; ``Z`` is int8).
-    hyper : numpy.ndarray
-        The prior's fixed parameters, passed to its compiled functions.
-    propose : numba dispatcher
-        ``propose(rng, z_cur) -> z_new``: the proposal for one entry of a dimension other rows
-        use. It must not depend on ``m_-i,d``, so that the proposals of a whole column can be
-        drawn before any of them is accepted.
-    log_ratio : numba dispatcher
-        ``log_ratio(z_cur, z_new, m_other, n, hyper)``: log of ``p(z_new | rest) q(z_cur |
-        z_new) / (p(z_cur | rest) q(z_new | z_cur))``; ``-inf`` outside the support.
-    prior_ratio : numba dispatcher
-        The same without the proposal's ratio, ``log p(z_new | rest) - log p(z_cur | rest)``,
-        for moves that propose values their own way (the pair moves' deterministic swaps).
+    hyper : NamedTuple
+        The prior's parameters as its compiled functions read them, a named tuple of a type of
+        its own (:func:`ibp_rflvm.samplers.z_prior.hyper_class`), for which its module
+        registers the generic functions of :mod:`ibp_rflvm.samplers.z_prior`:
+
+        * ``propose(rng, z_cur, hyper) -> z_new``: the proposal for one entry of a dimension
+          other rows use. It must not depend on ``m_-i,d``, so that the proposals of a whole
+          column can be drawn before any of them is accepted;
+        * ``log_ratio(z_cur, z_new, m_other, n, hyper)``: log of ``p(z_new | rest) q(z_cur |
+          z_new) / (p(z_cur | rest) q(z_new | z_cur))``; ``-inf`` outside the support;
+        * ``prior_ratio(z_cur, z_new, m_other, n, hyper)``: the same without the proposal's
+          ratio, ``log p(z_new | rest) - log p(z_cur | rest)``, for moves that propose values
+          their own way (the pair moves' deterministic swaps).
     """
 
     name: str
     learned_traces: tuple[str, ...]
     max_value: int
-    hyper: np.ndarray
-    propose: object
-    log_ratio: object
-    prior_ratio: object
+    hyper: tuple
 
     def settings(self) -> dict:
         """The settings a resumed chain must share (JSON values by name, ``z_prior`` the name)."""

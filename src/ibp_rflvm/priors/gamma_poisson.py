@@ -35,13 +35,24 @@ proposal past a cap on ``K+`` is). At the rates a data set of ``N`` rows gives (
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 from scipy.special import gammaln
+
+from ..samplers import z_prior
 
 #: The largest count ``Z`` (int8) holds.
 MAX_COUNT = 127
+
+
+@z_prior.hyper_class
+class GammaPoissonHyper(NamedTuple):
+    """The gamma-Poisson prior's ``hyper``: what its compiled functions read, the rate ``b``."""
+
+    rate: float
 
 
 @njit(cache=True)
@@ -63,12 +74,12 @@ def walk_log_q_ratio(z_cur: int, z_new: int) -> float:
 
 
 @njit(cache=True)
-def count_prior_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper) -> float:
-    """``log p(z_new | rest) - log p(z_cur | rest)``: the negative binomial predictive
-    (``hyper = [b]``); ``-inf`` outside ``0..MAX_COUNT``."""
+def count_prior_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper: GammaPoissonHyper) -> float:
+    """``log p(z_new | rest) - log p(z_cur | rest)``: the negative binomial predictive;
+    ``-inf`` outside ``0..MAX_COUNT``."""
     if z_new > MAX_COUNT or z_new < 0:
         return -math.inf
-    log_r1 = math.log(n + hyper[0])  # log(r + 1) with r = N - 1 + b
+    log_r1 = math.log(n + hyper.rate)  # log(r + 1) with r = N - 1 + b
     m = float(m_other)
     return (
         math.lgamma(m + z_new) - math.lgamma(m + z_cur) - math.lgamma(z_new + 1.0) + math.lgamma(z_cur + 1.0)
@@ -77,9 +88,43 @@ def count_prior_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper) -> fl
 
 
 @njit(cache=True)
-def count_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper) -> float:
+def count_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper: GammaPoissonHyper) -> float:
     """The negative binomial predictive's log ratio plus the walk's."""
     return count_prior_ratio(z_cur, z_new, m_other, n, hyper) + walk_log_q_ratio(z_cur, z_new)
+
+
+# The moves' questions (samplers.z_prior) for this prior's hyper: compiled on their own, without
+# the kernels' fastmath, as the functions they call are.
+
+
+@overload(z_prior.propose)
+def _propose(rng, z_cur, hyper):
+    if z_prior.is_hyper(hyper, GammaPoissonHyper):
+
+        def propose(rng, z_cur, hyper):
+            return propose_walk(rng, z_cur)
+
+        return propose
+
+
+@overload(z_prior.log_ratio)
+def _log_ratio(z_cur, z_new, m_other, n, hyper):
+    if z_prior.is_hyper(hyper, GammaPoissonHyper):
+
+        def log_ratio(z_cur, z_new, m_other, n, hyper):
+            return count_log_ratio(z_cur, z_new, m_other, n, hyper)
+
+        return log_ratio
+
+
+@overload(z_prior.prior_ratio)
+def _prior_ratio(z_cur, z_new, m_other, n, hyper):
+    if z_prior.is_hyper(hyper, GammaPoissonHyper):
+
+        def prior_ratio(z_cur, z_new, m_other, n, hyper):
+            return count_prior_ratio(z_cur, z_new, m_other, n, hyper)
+
+        return prior_ratio
 
 
 def logarithmic(rng: np.random.Generator, p: float, size: int) -> np.ndarray:
@@ -127,10 +172,7 @@ class GammaPoisson:
         if not (isinstance(rate, (int, float)) and 0.0 < float(rate) < math.inf):
             raise ValueError(f"the gamma-Poisson prior's rate must be a positive number; got {rate!r}")
         self.rate = float(rate)
-        self.hyper = np.array([self.rate])
-        self.propose = propose_walk
-        self.log_ratio = count_log_ratio
-        self.prior_ratio = count_prior_ratio
+        self.hyper = GammaPoissonHyper(self.rate)
 
     def __repr__(self) -> str:
         return f"GammaPoisson(rate={self.rate!r})"

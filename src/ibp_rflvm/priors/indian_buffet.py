@@ -20,11 +20,13 @@ import copy
 import math
 import numbers
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
-from ..samplers import ibp
+from ..samplers import ibp, z_prior
 from ..samplers.ibp_beta import update_beta
 
 #: The name of the prior's chain variable: the state's key and the record's trace.
@@ -37,11 +39,53 @@ def propose_flip(rng, z_cur: int) -> int:
     return 1 - z_cur
 
 
+@z_prior.hyper_class
+class IBPHyper(NamedTuple):
+    """The IBP's ``hyper``: what its compiled functions read, the sharing parameter ``beta``."""
+
+    beta: float
+
+
 @njit(cache=True)
-def share_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper) -> float:
-    """``log m/(N - 1 + beta - m)`` for ``0 -> 1``, its negative for ``1 -> 0`` (``hyper = [beta]``)."""
-    odds = ibp.log_share_odds(m_other, n, hyper[0])
+def share_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper: IBPHyper) -> float:
+    """``log m/(N - 1 + beta - m)`` for ``0 -> 1``, its negative for ``1 -> 0``."""
+    odds = ibp.log_share_odds(m_other, n, hyper.beta)
     return odds if z_cur == 0 else -odds
+
+
+# The moves' questions (samplers.z_prior) for the IBP's hyper: compiled on their own, without the
+# kernels' fastmath, as the functions they call are.
+
+
+@overload(z_prior.propose)
+def _propose(rng, z_cur, hyper):
+    if z_prior.is_hyper(hyper, IBPHyper):
+
+        def propose(rng, z_cur, hyper):
+            return propose_flip(rng, z_cur)
+
+        return propose
+
+
+@overload(z_prior.log_ratio)
+def _log_ratio(z_cur, z_new, m_other, n, hyper):
+    if z_prior.is_hyper(hyper, IBPHyper):
+
+        def log_ratio(z_cur, z_new, m_other, n, hyper):
+            return share_log_ratio(z_cur, z_new, m_other, n, hyper)
+
+        return log_ratio
+
+
+# The flip's proposal ratio is 1: the prior's ratio alone is the same function.
+@overload(z_prior.prior_ratio)
+def _prior_ratio(z_cur, z_new, m_other, n, hyper):
+    if z_prior.is_hyper(hyper, IBPHyper):
+
+        def prior_ratio(z_cur, z_new, m_other, n, hyper):
+            return share_log_ratio(z_cur, z_new, m_other, n, hyper)
+
+        return prior_ratio
 
 
 class IndianBuffet:
@@ -73,11 +117,7 @@ class IndianBuffet:
         self.beta = 1.0 if beta is None else float(beta)
         self.beta_prior = tuple(beta_prior)
         self.beta_warmup = int(beta_warmup)
-        self.hyper = np.array([self.beta])
-        self.propose = propose_flip
-        self.log_ratio = share_log_ratio
-        # The flip's proposal ratio is 1: the prior's ratio alone is the same function.
-        self.prior_ratio = share_log_ratio
+        self.hyper = IBPHyper(self.beta)
 
     def __repr__(self) -> str:
         beta = None if self.learned else self.beta
@@ -104,7 +144,7 @@ class IndianBuffet:
         """The prior at the chain's `state` (its current ``beta``)."""
         out = copy.copy(self)
         out.beta = float(state[BETA])
-        out.hyper = np.array([out.beta])
+        out.hyper = IBPHyper(out.beta)
         return out
 
     @property
@@ -146,7 +186,7 @@ class IndianBuffet:
         room = ibp.room(int(np.count_nonzero(counts)), max_dims)
         view = view_of()
         rows = view.row_target(w)
-        z_flips = int(ibp.gibbs_z(rng, w.X, w.Z, w.W, ibp.z_log_prior_odds, w.pi, counts, room, rows))
+        z_flips = int(ibp.gibbs_z(rng, w.X, w.Z, w.W, ibp.Sticks(w.pi), counts, room, rows))
         return view, moves._replace(z_flips=z_flips, new_dims=int(new_pi.size)), s
 
     def update_state(self, rng: np.random.Generator, w, sweep: int) -> dict[str, float]:

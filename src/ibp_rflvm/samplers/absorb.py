@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from ..features import row_features
+from . import z_prior
 from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
 from .transfer import aligned_pairs
 
@@ -47,11 +48,11 @@ def ordered_pairs(
 
 
 @njit(cache=True)
-def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int, prior_ratio, hyper) -> float:
+def absorb_log_ratio(z_b: int, x_a: float, new_a: float, m: int, n: int, hyper) -> float:
     """Prior part of the log acceptance ratio (module docstring); `m` excludes the row. The
-    prior on ``Z``'s ratio for ``z_b -> 1 - z_b`` comes from ``prior_ratio`` (the IBP's odds
-    above; :class:`ibp_rflvm.priors.FeaturePrior`)."""
-    return prior_ratio(z_b, 1 - z_b, m, n, hyper) - 0.5 * (new_a * new_a - x_a * x_a)
+    prior on ``Z``'s ratio for ``z_b -> 1 - z_b`` is :func:`.z_prior.prior_ratio` of the prior's
+    `hyper` (the IBP's odds above; :class:`ibp_rflvm.priors.FeaturePrior`)."""
+    return z_prior.prior_ratio(z_b, 1 - z_b, m, n, hyper) - 0.5 * (new_a * new_a - x_a * x_a)
 
 
 @njit(cache=True)
@@ -71,7 +72,7 @@ def absorb_proposal(X, Z, i, a, b, c, counts):
 
 
 @njit(cache=True)
-def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, prior_ratio, hyper, accepted):
+def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, hyper, accepted):
     """Accept or reject pair ``(a, b)``'s proposals row by row (``m`` couples them)."""
     N = Z.shape[0]
     tried = acc = 0
@@ -82,7 +83,7 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, prior_ratio, hyper, accep
             continue
         z_b = Z[i, b]
         tried += 1
-        ratio = absorb_log_ratio(z_b, X[i, a], new_a, m, N, prior_ratio, hyper)
+        ratio = absorb_log_ratio(z_b, X[i, a], new_a, m, N, hyper)
         if math.log(rng.random()) < ratio + delta_ll[i]:
             X[i, a] = new_a
             Z[i, b] = 1 - z_b
@@ -95,7 +96,7 @@ def _absorb_pair(rng, X, Z, a, b, c, delta_ll, counts, prior_ratio, hyper, accep
 @njit(cache=True, fastmath=FAST)
 def absorb_rows(
     rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows,
-    counts: np.ndarray, pairs: tuple, prior_ratio, hyper,
+    counts: np.ndarray, pairs: tuple, hyper,
 ) -> tuple[int, int]:
     """Absorb/emit for a likelihood that couples the rows: every row in turn, every ordered
     aligned pair of `pairs` (:func:`ordered_pairs`), one proposal each, scored by the compiled
@@ -122,7 +123,7 @@ def absorb_rows(
             row_features(h, W, bias, phi)
             ll_new = score(rows, i, phi)
             tried += 1
-            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N, prior_ratio, hyper) + ll_new - ll:
+            if log_u < absorb_log_ratio(z_b, X[i, a], new_a, m, N, hyper) + ll_new - ll:
                 commit(rows, i, phi)
                 X[i, a] = new_a
                 Z[i, b] = 1 - z_b
@@ -141,8 +142,7 @@ def absorbs(
     if target.rows is None:
         return absorb_pairs(rng, X, Z, W, counts, min_cos, target, max_pairs, prior)
     pairs = ordered_pairs(W, min_cos, rng, max_pairs)
-    ratio = (prior.prior_ratio, prior.hyper)
-    return absorb_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, *ratio)
+    return absorb_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, prior.hyper)
 
 
 def absorb_pairs(
@@ -170,7 +170,7 @@ def absorb_pairs(
         H_rows[:, a] = np.where(on, X[rows, a] + shift, X[rows, a] - shift) * z_a
         H_rows[:, b] = np.where(on, 0.0, X[rows, b])
         delta[rows] = target.deltas_at(rows, H_rows, W)
-        t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, prior.prior_ratio, prior.hyper, accepted)
+        t, n_acc = _absorb_pair(rng, X, Z, a, b, c, delta, counts, prior.hyper, accepted)
         tried += t
         acc += n_acc
         if n_acc:

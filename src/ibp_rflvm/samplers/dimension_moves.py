@@ -14,8 +14,8 @@ IBP is exchangeable, so given the other rows
   beta)``) number of dimensions, each with ``x ~ N(0, 1)`` and frequency coordinates from their
   conditional prior.
 
-The prior's odds and rates come from the prior on ``Z`` (:mod:`ibp_rflvm.priors`, its
-``log_ratio`` passed to the compiled kernels with its ``hyper``; the odds above are the IBP's,
+The prior's odds and rates come from the prior on ``Z`` (:mod:`ibp_rflvm.priors`; the compiled
+kernels ask it through :mod:`.z_prior` with its ``hyper``; the odds above are the IBP's,
 with ``beta`` its sharing parameter). With ``beta = 1`` the sweep redraws ``pi_d ~ Beta(m_d,
 N - m_d + 1)`` afterwards, which restores the joint of the slice sampler's semi-ordered
 representation; with ``beta != 1`` these moves are the only updates of ``Z``. Both moves
@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit
 
 from ..features import row_features
-from . import dp_mixture
+from . import dp_mixture, z_prior
 from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
 
 
@@ -92,10 +92,10 @@ class RowTarget(Protocol):
 
 
 @njit(cache=True)
-def entry_log_ratio(log_ratio, hyper, z_cur, z_new, x_cur, x_prop, m_other, n, q_sd) -> float:
+def entry_log_ratio(hyper, z_cur, z_new, x_cur, x_prop, m_other, n, q_sd) -> float:
     """Prior and proposal part of the log acceptance ratio of a joint ``(z_id, x_id)`` move.
 
-    ``log_ratio(z_cur, z_new, m_other, n, hyper)`` is the prior's (with its proposal of
+    :func:`.z_prior.log_ratio` of the prior's `hyper` is the prior's part (with its proposal of
     ``z_new``; :class:`ibp_rflvm.priors.FeaturePrior`). Switching a dimension on (``z: 0 -> v``)
     proposes ``x' ~ q`` and adds ``log N(x'; 0, 1) - log q(x')``, because the reverse move
     draws the old ``x`` from ``N(0, 1)``, its prior when ``z = 0``; switching it off
@@ -104,7 +104,7 @@ def entry_log_ratio(log_ratio, hyper, z_cur, z_new, x_cur, x_prop, m_other, n, q
     part is ``log m/(N - 1 + beta - m)`` switching on and its negative switching off. The
     likelihood ratio is added by the caller.
     """
-    prior = log_ratio(z_cur, z_new, m_other, n, hyper)
+    prior = z_prior.log_ratio(z_cur, z_new, m_other, n, hyper)
     if z_cur == 0:
         return prior + log_x_ratio(x_prop, q_sd)
     if z_new == 0:
@@ -120,7 +120,7 @@ def proposed_x(z_cur: int, z_new: int, x_cur: float, x_prop: float) -> float:
 
 
 @njit(cache=True)
-def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, log_ratio, hyper, accepted):
+def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, hyper, accepted):
     """Accept or reject the proposed moves of column `d` row by row (``m_-i,d`` couples them);
     ``(proposed, accepted)``."""
     N = Z.shape[0]
@@ -133,7 +133,7 @@ def _flip_column(rng, X, Z, d, x_prop, z_prop, delta_ll, counts, q_sd, log_ratio
             continue
         tried += 1
         z_new = z_prop[i]
-        ratio = entry_log_ratio(log_ratio, hyper, z_cur, z_new, X[i, d], x_prop[i], m_other, N, q_sd)
+        ratio = entry_log_ratio(hyper, z_cur, z_new, X[i, d], x_prop[i], m_other, N, q_sd)
         if math.log(rng.random()) < ratio + delta_ll[i]:
             X[i, d] = proposed_x(z_cur, z_new, X[i, d], x_prop[i])
             Z[i, d] = z_new
@@ -154,8 +154,7 @@ def flips(
     ``Z`` `prior` (:class:`ibp_rflvm.priors.FeaturePrior`): :func:`flip_rows` when `target`
     offers a compiled row scorer, else :func:`flip_columns`. ``(proposed, accepted)``."""
     if target.rows is not None:
-        moves = (prior.propose, prior.log_ratio, prior.hyper)
-        return flip_rows(rng, X, Z, W, target.bias, target.rows, counts, q_sd, *moves)
+        return flip_rows(rng, X, Z, W, target.bias, target.rows, counts, q_sd, prior.hyper)
     return flip_columns(rng, X, Z, W, counts, q_sd, target, prior)
 
 
@@ -184,9 +183,7 @@ def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target,
         H_alt = X * Z
         H_alt[:, d] = x_new * z_prop
         delta = target.deltas(H_alt, W)
-        t, a = _flip_column(
-            rng, X, Z, d, x_prop, z_prop, delta, counts, q_sd, prior.log_ratio, prior.hyper, accepted
-        )
+        t, a = _flip_column(rng, X, Z, d, x_prop, z_prop, delta, counts, q_sd, prior.hyper, accepted)
         tried += t
         n_acc += a
         if a:
@@ -197,14 +194,14 @@ def flip_columns(rng: np.random.Generator, X, Z, W, counts, q_sd: float, target,
 @njit(cache=True, fastmath=FAST)
 def flip_rows(
     rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows,
-    counts: np.ndarray, q_sd: float, propose, log_ratio, hyper,
+    counts: np.ndarray, q_sd: float, hyper,
 ) -> tuple[int, int]:
     """The joint ``(z_id, x_id)`` moves for a likelihood that couples the rows: every row in
     turn, every dimension other rows use, one move each, scored by the compiled row scorer
     `rows` (:mod:`.row_scorer`) against the other rows as they stand.
 
-    The prior on ``Z`` proposes the new value (``propose(rng, z)``; the IBP's is the flip) and
-    gives its ratio (``log_ratio`` with ``hyper``, :class:`ibp_rflvm.priors.FeaturePrior`).
+    The prior on ``Z`` of `hyper` proposes the new value (:func:`.z_prior.propose`; the IBP's
+    is the flip) and gives its ratio (:func:`.z_prior.log_ratio`).
     Acceptance: ``log u < entry_log_ratio(...) + ll' - ll`` (:func:`entry_log_ratio`). `X`,
     `Z`, `counts` are updated in place. Returns ``(proposed, accepted)``.
     """
@@ -221,14 +218,14 @@ def flip_rows(
                 continue  # a singleton (or an empty column): the birth/death move's business
             tried += 1
             x_prop = q_sd * rng.standard_normal() if z_cur == 0 else rng.standard_normal()
-            z_new = propose(rng, z_cur)
+            z_new = z_prior.propose(rng, z_cur, hyper)
             log_u = math.log(rng.random())
             x_new = proposed_x(z_cur, z_new, X[i, d], x_prop)
             latent_row(X, Z, i, h)
             h[d] = x_new * z_new
             row_features(h, W, bias, phi)
             ll_new = score(rows, i, phi)
-            prior = entry_log_ratio(log_ratio, hyper, z_cur, z_new, X[i, d], x_prop, m_other, N, q_sd)
+            prior = entry_log_ratio(hyper, z_cur, z_new, X[i, d], x_prop, m_other, N, q_sd)
             if log_u < prior + ll_new - ll:
                 commit(rows, i, phi)
                 X[i, d] = x_new

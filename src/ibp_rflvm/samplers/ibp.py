@@ -7,7 +7,8 @@ The sampler state is the binary matrix ``Z`` (``N x K`` represented dimensions),
 1. ``extend``: slice variable ``s ~ U(0, pi*)``; inactive dimensions are dropped and new sticks
    are drawn exactly, in decreasing order starting below 1, until one falls below ``s``;
 2. the model updates ``z_id`` with the prior factor of :func:`z_log_prior_odds` (this module
-   gives the compiled factor, a compiled pass of one column for factorising likelihoods,
+   gives the compiled factor, :func:`.z_prior.gibbs_odds` of the :class:`Sticks`, a compiled
+   pass of one column for factorising likelihoods,
    :func:`gibbs_column`, and one of every row in turn for likelihoods that couple the rows,
    :func:`gibbs_z_rows`), visiting dimensions in :func:`scan_order`;
 3. ``update_sticks``: ``pi_d ~ Beta(m_d, N - m_d + 1)`` for active dimensions; inactive ones
@@ -35,12 +36,15 @@ has the power to see it).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 from scipy import special
 
 from ..features import row_features
+from . import z_prior
 from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
 
 #: The room of a model without a cap on ``K+``.
@@ -291,6 +295,25 @@ def z_log_prior_odds(pi: np.ndarray, counts: np.ndarray, d: int, z_cur: int) -> 
     )
 
 
+@z_prior.hyper_class
+class Sticks(NamedTuple):
+    """The slice sampler's sticks ``pi`` of the represented dimensions, as the Gibbs pass of
+    ``Z`` takes the prior's weights: :func:`.z_prior.gibbs_odds` of them is
+    :func:`z_log_prior_odds`."""
+
+    pi: np.ndarray
+
+
+@overload(z_prior.gibbs_odds)
+def _gibbs_odds(weights, counts, d, z_cur):
+    if z_prior.is_hyper(weights, Sticks):
+
+        def odds(weights, counts, d, z_cur):
+            return z_log_prior_odds(weights.pi, counts, d, z_cur)
+
+        return odds
+
+
 @njit(cache=True)
 def log_share_odds(m_other: int, n: int, beta: float) -> float:
     """``log P(z_id = 1) - log P(z_id = 0)`` in the exchangeable view, for a dimension that
@@ -332,33 +355,32 @@ def gibbs_flip(rng, log_odds_one: float) -> int:
 
 
 @njit(cache=True)
-def gibbs_column(
-    rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, odds, weights: np.ndarray, counts: np.ndarray, room
-):
+def gibbs_column(rng, Z: np.ndarray, d: int, delta_ll: np.ndarray, weights, counts: np.ndarray, room):
     """Update column `d` of `Z` row by row, for likelihoods that factorise over rows.
 
     ``delta_ll[i] = log p(y_i | z_id = 1) - log p(y_i | z_id = 0)`` was computed for all rows at
     once; rows are still visited in turn because the prior couples them through ``m_d``:
-    ``odds(weights, counts, d, z_cur)`` is its conditional log odds of ``z_id = 1`` (a compiled
-    function: :func:`z_log_prior_odds` with the sticks for the slice sampler's).
+    :func:`.z_prior.gibbs_odds` of its `weights` (:class:`Sticks` for the slice sampler's, whose
+    odds are :func:`z_log_prior_odds`) is its conditional log odds of ``z_id = 1``.
     `Z`, `counts` and `room` (:func:`room`) are updated in place.
     """
     for i in range(Z.shape[0]):
         z_cur = Z[i, d]
         if capped(counts, d, z_cur, room):
             continue
-        lo = odds(weights, counts, d, z_cur) + delta_ll[i]
+        lo = z_prior.gibbs_odds(weights, counts, d, z_cur) + delta_ll[i]
         v = gibbs_flip(rng, lo)
         count_change(counts, d, z_cur, v, room)
         Z[i, d] = v
 
 
 def gibbs_z(
-    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, odds, weights: np.ndarray,
-    counts: np.ndarray, room: np.ndarray, target,
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, weights, counts: np.ndarray,
+    room: np.ndarray, target,
 ) -> int:
     """Gibbs update of every ``z_id``, dimensions in `Z`'s order (the caller's scan order), with
-    the prior's conditional log odds ``odds(weights, counts, d, z_cur)`` and the cap on ``K+``
+    the prior's conditional log odds given its `weights` (:func:`.z_prior.gibbs_odds`; the
+    sticks, :class:`Sticks`) and the cap on ``K+``
     (`room`), against the likelihood of `target` (a row target,
     :class:`ibp_rflvm.samplers.dimension_moves.RowTarget`): row by row in one compiled pass
     (:func:`gibbs_z_rows`) when it offers a compiled row scorer (``target.rows``), else one
@@ -366,7 +388,7 @@ def gibbs_z(
     (``target.deltas``) and the rows visited in turn by :func:`gibbs_column`. `Z`, `counts`
     and `room` are updated in place; returns the number of entries changed."""
     if target.rows is not None:
-        return gibbs_z_rows(rng, X, Z, W, target.bias, target.rows, odds, weights, counts, room)
+        return gibbs_z_rows(rng, X, Z, W, target.bias, target.rows, weights, counts, room)
     flips = 0
     for d in range(Z.shape[1]):
         H_alt = X * Z
@@ -375,7 +397,7 @@ def gibbs_z(
         # The change if z_id flipped; the column's conditional wants log p(z = 1) - log p(z = 0).
         delta = target.deltas(H_alt, W)
         delta = np.where(z_before == 1, -delta, delta)
-        gibbs_column(rng, Z, d, delta, odds, weights, counts, room)
+        gibbs_column(rng, Z, d, delta, weights, counts, room)
         changed = np.flatnonzero(Z[:, d] != z_before)
         if changed.size:
             target.accept_rows(changed)
@@ -385,12 +407,12 @@ def gibbs_z(
 
 @njit(cache=True, fastmath=FAST)
 def gibbs_z_rows(
-    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows, odds,
-    weights: np.ndarray, counts: np.ndarray, room: np.ndarray,
+    rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows, weights,
+    counts: np.ndarray, room: np.ndarray,
 ) -> int:
     """Gibbs update of every ``z_id``, row by row, for a likelihood that couples the rows: each
     entry's two values scored by the compiled row scorer `rows` (:mod:`.row_scorer`), with the
-    prior's conditional log odds ``odds(weights, counts, d, z_cur)`` as in :func:`gibbs_column`
+    prior's conditional log odds given its `weights` as in :func:`gibbs_column`
     and the cap on ``K+`` (:func:`capped`). `Z`, `counts` and `room` are updated in place;
     returns the number of entries changed."""
     N, K = X.shape
@@ -407,7 +429,7 @@ def gibbs_z_rows(
             h[d] = X[i, d] * (1 - z_cur)
             row_features(h, W, bias, phi)
             ll_new = score(rows, i, phi)
-            log_odds_one = odds(weights, counts, d, z_cur)
+            log_odds_one = z_prior.gibbs_odds(weights, counts, d, z_cur)
             if z_cur == 0:
                 log_odds_one += ll_new - ll_cur
             else:

@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 
 from ..features import row_features
+from . import z_prior
 from .row_scorer import FAST, begin, commit, feature_buffer, latent_row, score
 
 
@@ -72,14 +73,14 @@ def aligned_pairs(
 
 
 @njit(cache=True)
-def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, value, n, prior_ratio, hyper) -> float:
+def transfer_log_ratio(x_dst, x_src, new_dst, new_src, m_dst, m_src, value, n, hyper) -> float:
     """Prior part of the log acceptance ratio (module docstring); `m_*` exclude the moving row.
 
     The prior on ``Z``'s ratio for ``z_dst: 0 -> value`` and ``z_src: value -> 0`` comes from
-    ``prior_ratio(z, z', m, N, hyper)`` (:class:`ibp_rflvm.priors.FeaturePrior`; the IBP's odds
-    above, ``value = 1``)."""
+    :func:`.z_prior.prior_ratio` of the prior's `hyper` (:class:`ibp_rflvm.priors.FeaturePrior`;
+    the IBP's odds above, ``value = 1``)."""
     return (
-        prior_ratio(0, value, m_dst, n, hyper) + prior_ratio(value, 0, m_src, n, hyper)
+        z_prior.prior_ratio(0, value, m_dst, n, hyper) + z_prior.prior_ratio(value, 0, m_src, n, hyper)
         - 0.5 * (new_dst * new_dst + new_src * new_src - x_dst * x_dst - x_src * x_src)
     )  # fmt: skip
 
@@ -95,7 +96,7 @@ def orient(Z, i, a, b, c):
 
 
 @njit(cache=True)
-def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, prior_ratio, hyper, accepted):
+def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, hyper, accepted):
     """Accept or reject the proposed transfers of pair ``(a, b)`` row by row (the counts couple
     them); `x_a`, `x_b` are each row's proposed coordinates. Returns ``(proposed, accepted)``."""
     N = Z.shape[0]
@@ -112,9 +113,8 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, prior_ratio, 
         new_src = x_a[i] if src == a else x_b[i]
         tried += 1
         log_ratio = transfer_log_ratio(
-            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - value, value, N, prior_ratio,
-            hyper,
-        )  # fmt: skip
+            X[i, dst], X[i, src], new_dst, new_src, counts[dst], counts[src] - value, value, N, hyper
+        )
         if math.log(rng.random()) < log_ratio + delta_ll[i]:
             X[i, a] = x_a[i]
             X[i, b] = x_b[i]
@@ -130,7 +130,7 @@ def _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta_ll, counts, prior_ratio, 
 @njit(cache=True, fastmath=FAST)
 def transfer_rows(
     rng: np.random.Generator, X: np.ndarray, Z: np.ndarray, W: np.ndarray, bias: bool, rows,
-    counts: np.ndarray, pairs: tuple, prior_ratio, hyper,
+    counts: np.ndarray, pairs: tuple, hyper,
 ) -> tuple[int, int]:
     """Transfers for a likelihood that couples the rows: every row in turn, every aligned pair
     of `pairs` (:func:`aligned_pairs`), one proposal each, scored by the compiled row scorer
@@ -163,7 +163,7 @@ def transfer_rows(
             ll_new = score(rows, i, phi)
             tried += 1
             log_ratio = transfer_log_ratio(
-                X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, value, N, prior_ratio, hyper
+                X[i, dst], X[i, src], new_dst, new_src, m_dst, m_src, value, N, hyper
             )
             if log_u < log_ratio + ll_new - ll:
                 commit(rows, i, phi)
@@ -187,8 +187,7 @@ def transfers(
     if target.rows is None:
         return transfer_pairs(rng, X, Z, W, counts, min_cos, target, max_pairs, prior)
     pairs = aligned_pairs(W, min_cos, rng, max_pairs)
-    ratio = (prior.prior_ratio, prior.hyper)
-    return transfer_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, *ratio)
+    return transfer_rows(rng, X, Z, W, target.bias, target.rows, counts, pairs, prior.hyper)
 
 
 def transfer_pairs(
@@ -223,9 +222,7 @@ def transfer_pairs(
         H_rows[:, a] = np.where(from_a, 0.0, x_a[rows] * value)
         H_rows[:, b] = np.where(from_a, x_b[rows] * value, 0.0)
         delta[rows] = target.deltas_at(rows, H_rows, W)
-        t, n_acc = _transfer_pair(
-            rng, X, Z, a, b, c, x_a, x_b, delta, counts, prior.prior_ratio, prior.hyper, accepted
-        )
+        t, n_acc = _transfer_pair(rng, X, Z, a, b, c, x_a, x_b, delta, counts, prior.hyper, accepted)
         tried += t
         acc += n_acc
         if n_acc:
