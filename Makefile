@@ -47,7 +47,7 @@ lint: $(STAMP)
 # The site into docs/_build/html, warnings as errors; it runs the README's and the guide's code,
 # the examples and the command line's help on the way (docs/_ext/run_snippets.py).
 docs: $(STAMP)
-	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) OPENBLAS_NUM_THREADS=1 \
+	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) OPENBLAS_NUM_THREADS=1 \
 		$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 bench: $(STAMP)
