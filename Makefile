@@ -12,8 +12,10 @@ DATA_ENV := $(if $(wildcard $(SHARED_DATA)),IBP_RFLVM_DATA=$(SHARED_DATA),)
 # The compiled kernels' cache, shared by the tests and the documentation's examples.
 NUMBA_CACHE ?= $(abspath $(VENV))/numba-cache
 # JAX's compiled programs, on disk: the suite's processes (two workers, the subprocess tests)
-# compile the same device programs, and each one after the first loads it.
+# compile the same device programs, and each one after the first loads it. A whole run writes
+# about 40 MB; the least recently used programs go beyond 1 GB.
 JAX_CACHE ?= $(abspath $(VENV))/jax-cache
+JAX_ENV := JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) JAX_COMPILATION_CACHE_MAX_SIZE=1000000000
 
 .PHONY: venv demo test lint docs bench clean
 
@@ -38,7 +40,7 @@ LINTED := src tests benchmarks studies examples docs/conf.py docs/_ext
 
 test: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
-	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) $(BIN)/pytest -n 2 --dist worksteal -q tests
+	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) $(JAX_ENV) $(BIN)/pytest -n 2 --dist worksteal -q tests
 	$(MAKE) docs
 
 lint: $(STAMP)
@@ -47,7 +49,7 @@ lint: $(STAMP)
 # The site into docs/_build/html, warnings as errors; it runs the README's and the guide's code,
 # the examples and the command line's help on the way (docs/_ext/run_snippets.py).
 docs: $(STAMP)
-	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) JAX_COMPILATION_CACHE_DIR=$(JAX_CACHE) OPENBLAS_NUM_THREADS=1 \
+	$(DATA_ENV) NUMBA_CACHE_DIR=$(NUMBA_CACHE) $(JAX_ENV) OPENBLAS_NUM_THREADS=1 \
 		$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 bench: $(STAMP)
