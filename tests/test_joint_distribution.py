@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from numba.extending import overload
+from numba import njit
 from scipy import special, stats
 
 from ibp_rflvm import model
@@ -150,27 +150,13 @@ class _NoWalkHyper(NamedTuple):
     rate: float
 
 
-# The gamma-Poisson's compiled questions for the wrong sampler's hyper, but for its log_ratio.
-@overload(z_prior.propose)
-def _propose(rng, z_cur, hyper):
-    if z_prior.is_hyper(hyper, _NoWalkHyper):
-        return lambda rng, z_cur, hyper: propose_walk(rng, z_cur)
-
-
-@overload(z_prior.log_ratio)
+@njit(cache=False)
 def _no_walk_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, _NoWalkHyper):
-
-        def log_ratio(z_cur, z_new, m_other, n, hyper):
-            return count_log_ratio(z_cur, z_new, m_other, n, hyper) - walk_log_q_ratio(z_cur, z_new)
-
-        return log_ratio
+    return count_log_ratio(z_cur, z_new, m_other, n, hyper) - walk_log_q_ratio(z_cur, z_new)
 
 
-@overload(z_prior.prior_ratio)
-def _prior_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, _NoWalkHyper):
-        return lambda z_cur, z_new, m_other, n, hyper: count_prior_ratio(z_cur, z_new, m_other, n, hyper)
+# The gamma-Poisson's compiled questions for the wrong sampler's hyper, but for its log_ratio.
+z_prior.register(_NoWalkHyper, propose_walk, _no_walk_ratio, count_prior_ratio)
 
 
 class _NoWalkRatio(GammaPoisson):

@@ -11,7 +11,6 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from numba.extending import overload
 
 from ibp_rflvm import IBPRFLVM, model
 from ibp_rflvm.datasets import make_cambridge
@@ -32,22 +31,7 @@ class GridHyper(NamedTuple):
 
 
 # The moves' compiled questions for this prior's hyper: the IBP's at the current beta.
-@overload(z_prior.propose)
-def _propose(rng, z_cur, hyper):
-    if z_prior.is_hyper(hyper, GridHyper):
-        return lambda rng, z_cur, hyper: propose_flip(rng, z_cur)
-
-
-@overload(z_prior.log_ratio)
-def _log_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, GridHyper):
-        return lambda z_cur, z_new, m_other, n, hyper: share_log_ratio(z_cur, z_new, m_other, n, hyper)
-
-
-@overload(z_prior.prior_ratio)
-def _prior_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, GridHyper):
-        return lambda z_cur, z_new, m_other, n, hyper: share_log_ratio(z_cur, z_new, m_other, n, hyper)
+z_prior.register(GridHyper, propose_flip, share_log_ratio, share_log_ratio)
 
 
 class GridBetaIBP:

@@ -21,10 +21,10 @@ How the prior travels into the compiled moves: as one value, :attr:`FeaturePrior
 named tuple of a type of the prior's own (made by
 :func:`ibp_rflvm.samplers.z_prior.hyper_class`). The moves call the generic functions of
 :mod:`ibp_rflvm.samplers.z_prior` on it (``propose``, ``log_ratio``, ``prior_ratio``), and the
-prior's module registers their compiled versions for its type (``numba.extending.overload``,
-selected with :func:`~ibp_rflvm.samplers.z_prior.is_hyper`; the IBP's in
-:mod:`.indian_buffet`). The kernels are compiled once per type of ``hyper`` and loaded from
-numba's on-disk cache by later processes; a compiled function handed to them as an argument
+prior's module registers its compiled functions for its type
+(:func:`ibp_rflvm.samplers.z_prior.register`; the IBP's in :mod:`.indian_buffet`). The
+kernels are compiled once per type of ``hyper`` and loaded from numba's on-disk cache by later
+processes; a compiled function handed to them as an argument
 would be compiled into them again in every process. A prior defined in a script's ``__main__``
 works too, but its kernels are compiled again in every process (numba's cache writes such a
 class by value): define it in a module.

@@ -39,7 +39,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.extending import overload
 from scipy.special import gammaln
 
 from ..samplers import z_prior
@@ -93,38 +92,8 @@ def count_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper: GammaPo
     return count_prior_ratio(z_cur, z_new, m_other, n, hyper) + walk_log_q_ratio(z_cur, z_new)
 
 
-# The moves' questions (samplers.z_prior) for this prior's hyper: compiled on their own, without
-# the kernels' fastmath, as the functions they call are.
-
-
-@overload(z_prior.propose)
-def _propose(rng, z_cur, hyper):
-    if z_prior.is_hyper(hyper, GammaPoissonHyper):
-
-        def propose(rng, z_cur, hyper):
-            return propose_walk(rng, z_cur)
-
-        return propose
-
-
-@overload(z_prior.log_ratio)
-def _log_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, GammaPoissonHyper):
-
-        def log_ratio(z_cur, z_new, m_other, n, hyper):
-            return count_log_ratio(z_cur, z_new, m_other, n, hyper)
-
-        return log_ratio
-
-
-@overload(z_prior.prior_ratio)
-def _prior_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, GammaPoissonHyper):
-
-        def prior_ratio(z_cur, z_new, m_other, n, hyper):
-            return count_prior_ratio(z_cur, z_new, m_other, n, hyper)
-
-        return prior_ratio
+# The moves' compiled questions (samplers.z_prior) for this prior's hyper.
+z_prior.register(GammaPoissonHyper, propose_walk, count_log_ratio, count_prior_ratio)
 
 
 def logarithmic(rng: np.random.Generator, p: float, size: int) -> np.ndarray:

@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
-from numba.extending import overload
 
 from ..samplers import ibp, z_prior
 from ..samplers.ibp_beta import update_beta
@@ -53,39 +52,9 @@ def share_log_ratio(z_cur: int, z_new: int, m_other: int, n: int, hyper: IBPHype
     return odds if z_cur == 0 else -odds
 
 
-# The moves' questions (samplers.z_prior) for the IBP's hyper: compiled on their own, without the
-# kernels' fastmath, as the functions they call are.
-
-
-@overload(z_prior.propose)
-def _propose(rng, z_cur, hyper):
-    if z_prior.is_hyper(hyper, IBPHyper):
-
-        def propose(rng, z_cur, hyper):
-            return propose_flip(rng, z_cur)
-
-        return propose
-
-
-@overload(z_prior.log_ratio)
-def _log_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, IBPHyper):
-
-        def log_ratio(z_cur, z_new, m_other, n, hyper):
-            return share_log_ratio(z_cur, z_new, m_other, n, hyper)
-
-        return log_ratio
-
-
-# The flip's proposal ratio is 1: the prior's ratio alone is the same function.
-@overload(z_prior.prior_ratio)
-def _prior_ratio(z_cur, z_new, m_other, n, hyper):
-    if z_prior.is_hyper(hyper, IBPHyper):
-
-        def prior_ratio(z_cur, z_new, m_other, n, hyper):
-            return share_log_ratio(z_cur, z_new, m_other, n, hyper)
-
-        return prior_ratio
+# The moves' compiled questions (samplers.z_prior) for the IBP's hyper. The flip's proposal ratio
+# is 1: the prior's ratio alone is the same function.
+z_prior.register(IBPHyper, propose_flip, share_log_ratio, share_log_ratio)
 
 
 class IndianBuffet:

@@ -18,9 +18,9 @@ supplies (its row cache and work buffers):
 
 The three are generic functions: a target registers their compiled versions for the type of
 its ``rows`` (``numba.extending.overload``), so a kernel compiled for one type of ``rows`` is
-cached on disk like any other. A function handed over as an argument (as the prior's
-``log_ratio`` is) would be part of the cache's key with its address, and the kernel compiled
-again in every process.
+cached on disk like any other (the prior on ``Z`` reaches the kernels the same way,
+:mod:`.z_prior`). A function handed over as an argument would be part of the cache's key with
+its address, and the kernel compiled again in every process.
 """
 
 from __future__ import annotations

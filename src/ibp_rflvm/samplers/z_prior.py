@@ -12,8 +12,9 @@ compiled functions, and never names it:
   Gibbs pass of a binary ``Z`` uses, given the prior's weights (the slice sampler's sticks,
   :class:`ibp_rflvm.samplers.ibp.Sticks`).
 
-Each prior's module registers their compiled versions for the type of its ``hyper`` (or its
-``weights``), a class made by :func:`hyper_class` (``numba.extending.overload``, selected with
+Each prior's module registers its compiled functions for the type of its ``hyper``, a class
+made by :func:`hyper_class`, with :func:`register` (the slice sampler's ``gibbs_odds`` is
+registered for its sticks' type with ``numba.extending.overload``, selected with
 :func:`is_hyper`), so a kernel compiled for one prior is cached on disk and loaded by the next
 process. A compiled function handed over as an argument instead would be part of the cache's
 key by its identity: the kernel would be compiled again, and its cache index would grow, in
@@ -30,6 +31,7 @@ import uuid
 from typing import Any
 
 from numba.core import types
+from numba.extending import overload
 
 
 def propose(rng, z_cur: int, hyper) -> int:
@@ -121,3 +123,25 @@ def hyper_class(cls: type) -> HyperType:
 def is_hyper(ty, cls: type) -> bool:
     """Whether the numba type `ty` is that of an instance of `cls` (for an overload's dispatch)."""
     return isinstance(ty, types.BaseNamedTuple) and ty.instance_class is cls
+
+
+def register(cls: HyperType, propose, log_ratio, prior_ratio) -> None:
+    """Make the compiled functions of a prior the answers to :func:`propose`, :func:`log_ratio`
+    and :func:`prior_ratio` for a `hyper` of class `cls` (:func:`hyper_class`): `propose` is
+    compiled as ``propose(rng, z_cur)`` (a proposal reads no parameter), the two ratios as
+    ``f(z_cur, z_new, m_other, n, hyper)``. Each is called as it is, with its own flags."""
+
+    @overload(globals()["propose"])
+    def _propose(rng, z_cur, hyper):
+        if is_hyper(hyper, cls):
+            return lambda rng, z_cur, hyper: propose(rng, z_cur)
+
+    @overload(globals()["log_ratio"])
+    def _log_ratio(z_cur, z_new, m_other, n, hyper):
+        if is_hyper(hyper, cls):
+            return lambda z_cur, z_new, m_other, n, hyper: log_ratio(z_cur, z_new, m_other, n, hyper)
+
+    @overload(globals()["prior_ratio"])
+    def _prior_ratio(z_cur, z_new, m_other, n, hyper):
+        if is_hyper(hyper, cls):
+            return lambda z_cur, z_new, m_other, n, hyper: prior_ratio(z_cur, z_new, m_other, n, hyper)
