@@ -11,3 +11,15 @@ FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters
 
 if FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip()
+
+#: The suite runs two workers on two cores, so a BLAS call that spreads over both only waits for
+#: the other worker: a triangular solve of the Gaussian sweep took 3.9 ms with OpenBLAS's threads
+#: and microseconds without (docs/record/test_suite.md). Fits already hold BLAS to one thread
+#: (estimator/fitting.py); this holds the tests that call the sweep directly, and, through the
+#: environment, their subprocesses.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+_ONE_BLAS_THREAD = threadpool_limits(limits=1, user_api="blas")
