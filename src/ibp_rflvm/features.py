@@ -22,6 +22,12 @@ def feature_map(H: np.ndarray, W: np.ndarray, bias: bool = False) -> np.ndarray:
     return np.hstack(parts)
 
 
+def n_features(n_frequencies: int, bias: bool) -> int:
+    """The number of columns :func:`feature_map` gives: a cosine and a sine per frequency, and
+    the bias column."""
+    return 2 * int(n_frequencies) + int(bool(bias))
+
+
 def frequency_columns(H: np.ndarray, w: np.ndarray, n_frequencies: int) -> np.ndarray:
     """The two feature columns (cos, sin) of one frequency `w` for all rows, ``N x 2``."""
     proj = H @ w

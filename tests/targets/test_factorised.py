@@ -4,7 +4,7 @@ log-likelihoods equal to a fresh computation, whether proposals are accepted or 
 import numpy as np
 import pytest
 
-from ibp_rflvm.features import feature_map
+from ibp_rflvm.features import feature_map, n_features
 from ibp_rflvm.likelihoods import make_likelihood
 from ibp_rflvm.likelihoods.base import LikelihoodParams
 from ibp_rflvm.targets.factorised_state import FactorisedState, _low_rank_update, update_w
@@ -52,3 +52,12 @@ def test_update_w_keeps_the_cache_consistent(spread):
     np.testing.assert_allclose(fs.psi, Phi @ beta, atol=1e-10)
     fresh = lik.loglik_rows(Phi @ beta, np.arange(N), LikelihoodParams(beta=beta), prep)
     np.testing.assert_allclose(fs.ll, fresh, rtol=1e-10)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize(("n", "m", "k"), [(0, 3, 2), (4, 1, 0), (5, 7, 3)])
+def test_n_features_is_the_feature_maps_width(n, m, k, bias):
+    """The blocked feature pass sizes its output by n_features, not by a call of feature_map."""
+    rng = np.random.default_rng(0)
+    Phi = feature_map(rng.standard_normal((n, k)), rng.standard_normal((m, k)), bias)
+    assert Phi.shape == (n, n_features(m, bias))

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..features import feature_map, frequency_columns
+from ..features import feature_map, frequency_columns, n_features
 from ..likelihoods.base import Likelihood, LikelihoodParams, Prepared
 from ..plumbing import blocks as _blocks
 from ..samplers.ess import elliptical_slice
@@ -55,7 +55,7 @@ def features_and_predictor(H: np.ndarray, W: np.ndarray, bias: bool, beta: np.nd
     over them (the block's features are still in cache for its product). Each row comes out as
     the whole-matrix calls would give it, whatever the thread count."""
     n = H.shape[0]
-    Phi = np.empty((n, feature_map(H[:0], W, bias).shape[1]))  # feature_map owns the layout
+    Phi = np.empty((n, n_features(W.shape[0], bias)))
     psi = np.empty((n, beta.shape[1]))
     beta = np.ascontiguousarray(beta, dtype=np.float64)
 
