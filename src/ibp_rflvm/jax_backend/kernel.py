@@ -76,13 +76,9 @@ def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
 # Between the host's ChainState and the device's padded state
 
 
-def to_device(state: ChainState, cfg: SweepConfig, dlik, where=None) -> DeviceState:
+def to_device(state: ChainState, cfg: SweepConfig, dlik) -> DeviceState:
     """`state` padded to the config's slots and to ``M`` mixture labels (the canonical form of
-    :func:`.sweep.canonical`, so that the round trip is exact), placed by `where` (a sharding
-    for each field, or a prefix of them; None: the default device).
-
-    The padded arrays cross in one ``device_put`` of the whole tree: one transfer a field,
-    then another to its sharding, cost the kept sweeps of a chain about 2 ms each."""
+    :func:`.sweep.canonical`, so that the round trip is exact)."""
     N, K = state.X.shape
     Kw, M = cfg.width, cfg.M
     X = np.zeros((N, Kw))
@@ -98,13 +94,13 @@ def to_device(state: ChainState, cfg: SweepConfig, dlik, where=None) -> DeviceSt
     mu[:C, :K] = state.mu
     Sigma = np.broadcast_to(np.eye(Kw), (M, Kw, Kw)).copy()
     Sigma[:C, :K, :K] = state.Sigma
-    f64 = np.float64
-    host = DeviceState(
-        X, Z, pi, f64(state.alpha), W, state.zeta.astype(np.int32), mu, Sigma, f64(state.eta), None,
-        dlik.device_params(state.params), f64(state.loglik), np.int64(state.sweep),
+    f64 = partial(jnp.asarray, dtype=jnp.float64)
+    return DeviceState(
+        jnp.asarray(X), jnp.asarray(Z), jnp.asarray(pi), f64(state.alpha), jnp.asarray(W),
+        jnp.asarray(state.zeta.astype(np.int32)), jnp.asarray(mu), jnp.asarray(Sigma), f64(state.eta),
+        None, dlik.device_params(state.params), f64(state.loglik), jnp.asarray(state.sweep, dtype=jnp.int64),
         {k: f64(v) for k, v in state.z_state.items()},
     )  # fmt: skip
-    return jax.device_put(host, where)
 
 
 def to_host(st: DeviceState, dlik) -> ChainState:
@@ -275,11 +271,11 @@ class DeviceSweepTarget:
         return self._placed[devs]
 
     def device_state(self, state: ChainState, where: Placement) -> DeviceState:
-        # The rows' arrays sharded over the chain's devices, the rest replicated (Y stays None).
+        st = to_device(state, self.cfg, self.dlik)
         row_fields = ("X", "Z")
-        shardings = {f.name: where.rows if f.name in row_fields else where.replicated for f in fields(state)}
-        shardings = DeviceState(**{**shardings, "Y": None})
-        return to_device(state, self.cfg, self.dlik, shardings)
+        placed = {f.name: jax.device_put(getattr(st, f.name), where.rows if f.name in row_fields
+                                         else where.replicated) for f in fields(st)}  # fmt: skip
+        return DeviceState(**placed)
 
     def start_positions(self, k: int) -> np.ndarray:
         return self.host.start_positions(k)
