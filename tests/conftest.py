@@ -16,7 +16,8 @@ if FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
 #: the other worker: a triangular solve of the Gaussian sweep took 3.9 ms with OpenBLAS's threads
 #: and microseconds without (docs/record/test_suite.md). Fits already hold BLAS to one thread
 #: (estimator/fitting.py); this holds the tests that call the sweep directly, and, through the
-#: environment, their subprocesses.
+#: environment, their subprocesses. OpenMP's threads (scikit-learn's t-SNE and neighbours) are
+#: held to one for the same reason; the suite's timings in the record were taken so.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 

@@ -125,23 +125,23 @@ def is_hyper(ty, cls: type) -> bool:
     return isinstance(ty, types.BaseNamedTuple) and ty.instance_class is cls
 
 
-def register(cls: HyperType, propose, log_ratio, prior_ratio) -> None:
+def register(cls: HyperType, propose_fn, log_ratio_fn, prior_ratio_fn) -> None:
     """Make the compiled functions of a prior the answers to :func:`propose`, :func:`log_ratio`
-    and :func:`prior_ratio` for a `hyper` of class `cls` (:func:`hyper_class`): `propose` is
-    compiled as ``propose(rng, z_cur)`` (a proposal reads no parameter), the two ratios as
+    and :func:`prior_ratio` for a `hyper` of class `cls` (:func:`hyper_class`): `propose_fn` is
+    compiled as ``propose_fn(rng, z_cur)`` (a proposal reads no parameter), the two ratios as
     ``f(z_cur, z_new, m_other, n, hyper)``. Each is called as it is, with its own flags."""
 
-    @overload(globals()["propose"])
+    @overload(propose)
     def _propose(rng, z_cur, hyper):
         if is_hyper(hyper, cls):
-            return lambda rng, z_cur, hyper: propose(rng, z_cur)
+            return lambda rng, z_cur, hyper: propose_fn(rng, z_cur)
 
-    @overload(globals()["log_ratio"])
+    @overload(log_ratio)
     def _log_ratio(z_cur, z_new, m_other, n, hyper):
         if is_hyper(hyper, cls):
-            return lambda z_cur, z_new, m_other, n, hyper: log_ratio(z_cur, z_new, m_other, n, hyper)
+            return lambda z_cur, z_new, m_other, n, hyper: log_ratio_fn(z_cur, z_new, m_other, n, hyper)
 
-    @overload(globals()["prior_ratio"])
+    @overload(prior_ratio)
     def _prior_ratio(z_cur, z_new, m_other, n, hyper):
         if is_hyper(hyper, cls):
-            return lambda z_cur, z_new, m_other, n, hyper: prior_ratio(z_cur, z_new, m_other, n, hyper)
+            return lambda z_cur, z_new, m_other, n, hyper: prior_ratio_fn(z_cur, z_new, m_other, n, hyper)

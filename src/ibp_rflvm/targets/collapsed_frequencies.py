@@ -81,9 +81,7 @@ class _FrequencyBlock:
         self.B[I] = c_new.T @ self.Y
         self.Phi[:, I] = c_new
         self.W[m] = w_prop
-        S = self.G.copy()
-        S[np.diag_indices(S.shape[0])] += 1.0
-        self.R, self.A, self.logdet = factor(S)
+        self.R, self.A, self.logdet = factor(self.G)
         self.Q = Qn
         self.ll = float(ll_new)
         self.changed = True

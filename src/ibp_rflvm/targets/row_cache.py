@@ -63,13 +63,16 @@ def collapsed_loglik(Q, yy, logdet, N: int, prior: GaussianPrior) -> float:
     return float(prior.constant(N, J) - 0.5 * J * logdet - a_n * np.sum(np.log(b_n)))
 
 
-def factor(S: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(R, S^-1, log|S|)`` for ``S = Phi^T Phi + I``, with ``S = R R^T``.
+def factor(G: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(R, S^-1, log|S|)`` for ``S = G + I``, ``G = Phi^T Phi`` (left as it is), with
+    ``S = R R^T``.
 
     LAPACK's ``potrf`` and ``potrs`` are called directly, as ``scipy.linalg.cholesky`` and
     ``cho_solve`` call them: their wrappers (checks of the input for NaN, batching, dispatch)
     were a fifth of a small sweep's time. A NaN in ``S`` (a latent position or frequency gone
     NaN) reaches the diagonal of ``R``, and is named here rather than carried into the chain."""
+    S = G.copy()
+    S[np.diag_indices(S.shape[0])] += 1.0
     R, info = dpotrf(S, lower=1, clean=1)
     logdet = 2.0 * float(np.sum(np.log(np.diag(R)))) if info == 0 else math.nan
     if not math.isfinite(logdet):
@@ -83,10 +86,7 @@ def factor(S: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
 
 def build_cache(Phi: np.ndarray, Y: np.ndarray, prior: GaussianPrior) -> Cache:
     """Everything from scratch: one Cholesky of ``S`` and one ``Phi^T Y`` serve all columns."""
-    L = Phi.shape[1]
-    S = Phi.T @ Phi
-    S[np.diag_indices(L)] += 1.0
-    R, A, logdet = factor(S)
+    R, A, logdet = factor(Phi.T @ Phi)
     B = Phi.T @ Y
     P = A @ B
     Q = np.einsum("lj,lj->j", B, P)
