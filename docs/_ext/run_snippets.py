@@ -132,15 +132,20 @@ def run_all(app: Sphinx) -> None:
     env = child_env(repo)
     run = os.environ.get("IBP_RFLVM_DOCS_RUN", "1") != "0"
 
-    jobs = [("ibp-rflvm --help (each subcommand)", HELP_SCRIPT.format(out=str(out / "cli")), [], None)]
-    for script in app.config.example_scripts:
-        path = (confdir / script).resolve()
-        jobs.append((str(path.relative_to(repo)), None, [str(path)], out / "examples" / f"{path.stem}.txt"))
+    # Two at a time, longest first roughly, so that the two workers end together: the README's
+    # snippets (four fits), the examples, the other pages' snippets, the help.
+    pages = []
     for source in app.config.snippet_sources:
         path = (confdir / source).resolve()
         blocks = fenced_blocks(path)
         if blocks:
-            jobs.append((f"the snippets of {path.relative_to(repo)}", as_script(path, blocks), [], None))
+            pages.append((f"the snippets of {path.relative_to(repo)}", as_script(path, blocks), [], None))
+    jobs = pages[:1]
+    for script in app.config.example_scripts:
+        path = (confdir / script).resolve()
+        jobs.append((str(path.relative_to(repo)), None, [str(path)], out / "examples" / f"{path.stem}.txt"))
+    jobs += pages[1:]
+    jobs.append(("ibp-rflvm --help (each subcommand)", HELP_SCRIPT.format(out=str(out / "cli")), [], None))
 
     def one(job):
         label, script, argv, target = job
