@@ -22,10 +22,12 @@ def feature_map(H: np.ndarray, W: np.ndarray, bias: bool = False) -> np.ndarray:
     return np.hstack(parts)
 
 
+@njit(cache=True)
 def n_features(n_frequencies: int, bias: bool) -> int:
-    """The number of columns :func:`feature_map` gives: a cosine and a sine per frequency, and
-    the bias column."""
-    return 2 * int(n_frequencies) + int(bool(bias))
+    """The number of columns :func:`feature_map` and :func:`row_features` give: a cosine and a
+    sine per frequency, and the bias column (compiled, so that compiled samplers size their
+    buffers by it too)."""
+    return 2 * n_frequencies + (1 if bias else 0)
 
 
 def frequency_columns(H: np.ndarray, w: np.ndarray, n_frequencies: int) -> np.ndarray:

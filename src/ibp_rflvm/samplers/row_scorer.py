@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..features import n_features
+
 # Reassociation lets LLVM vectorise the dot products of the row kernels and the scorer (about
 # 4x); no assumptions about NaN or infinity are made, and results stay deterministic for a given
 # build. The row kernels compile with these flags too: the chains' bits depend on them.
@@ -52,7 +54,7 @@ def commit(rows, i: int, phi) -> None:
 @njit(cache=True)
 def feature_buffer(W: np.ndarray, bias: bool) -> np.ndarray:
     """An array for one row's features (:func:`ibp_rflvm.features.row_features`) under `W`."""
-    return np.empty(2 * W.shape[0] + (1 if bias else 0))
+    return np.empty(n_features(W.shape[0], bias))
 
 
 @njit(cache=True)
