@@ -15,6 +15,7 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
@@ -281,6 +282,8 @@ class _RFLVMBase(
             self.feature_names_in_ = names
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
+        # The rows' names, for the summaries indexed by row (dimension_positions_, ...).
+        self._row_index = Y.index.copy() if isinstance(getattr(Y, "index", None), pd.Index) else None
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
         self._warn_if_cap_binds(burn)

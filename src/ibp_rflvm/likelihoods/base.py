@@ -162,6 +162,12 @@ class Likelihood(ABC):
         was made from), the quantity perplexity normalises. `prep` carries per-row constants
         such as the size factors' offsets (:mod:`.offsets`)."""
 
+    def unit_mean(self, psi: np.ndarray, params: LikelihoodParams) -> np.ndarray:
+        """Expected value of entries with linear predictors `psi` (``n x J``) in a row with no
+        offset (size factor 1) and one trial: the mean, rate, probability or proportion that a
+        dimension's profile reads (:mod:`ibp_rflvm.summaries.profiles`)."""
+        return self.mean(psi, params)
+
     def psi_derivatives(
         self, psi: np.ndarray, rows: np.ndarray, params: LikelihoodParams, prep: Prepared
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

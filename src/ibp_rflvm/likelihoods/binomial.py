@@ -113,3 +113,6 @@ class BinomialLikelihood(LogisticPG):
 
     def mean(self, psi: np.ndarray, params: LikelihoodParams, rows=None, prep=None) -> np.ndarray:
         return self._entry_trials(rows, None, psi.shape[0]) * expit(psi)
+
+    def unit_mean(self, psi: np.ndarray, params: LikelihoodParams) -> np.ndarray:
+        return expit(psi)  # the success probability: one trial

@@ -105,3 +105,6 @@ class GaussianLikelihood:
 
     def mean(self, psi: np.ndarray, params: LikelihoodParams, rows=None, prep=None) -> np.ndarray:
         return psi
+
+    def unit_mean(self, psi: np.ndarray, params: LikelihoodParams) -> np.ndarray:
+        return psi

@@ -80,6 +80,8 @@ class DimensionSummary:
         Kept samples summarised.
     n_aligned : int
         Dimensions the alignment found, reported or not.
+    ids : ndarray of int of shape (n_dims,)
+        Each reported dimension's label in :func:`aligned_draws`'s ``labels``.
     """
 
     labels: tuple[str, ...]
@@ -92,6 +94,7 @@ class DimensionSummary:
     level: float
     n_samples: int
     n_aligned: int
+    ids: np.ndarray
 
     def top(self, n: int) -> np.ndarray:
         """``n_dims x n`` column indices, largest absolute effect first."""
@@ -131,19 +134,73 @@ def dimension_summary(
     return posterior.memo(key, lambda: _summarise(posterior, min_probability, level, min_similarity))
 
 
-def _summarise(posterior: Posterior, min_probability: float, level: float, min_similarity: float):
-    spec = posterior.spec
-    samples, weights = [], []
+@dataclass(frozen=True)
+class AlignedDraws:
+    """The kept samples the summaries read, with their dimensions matched to one another.
+
+    Parameters
+    ----------
+    samples : list of ibp_rflvm.mcmc.record.Sample
+        Every chain of positive weight's kept samples, thinned to at most ``SUMMARY_MAX_DRAWS``.
+    weights : ndarray of shape (n_draws,)
+        Their posterior weights, summing to one.
+    effects : list of SampleEffects
+        Each sample's active dimensions and their effects (:mod:`.effects`).
+    labels : list of ndarray of int
+        The aligned label of each of a sample's active dimensions (:func:`.align.align`).
+    """
+
+    samples: list
+    weights: np.ndarray
+    effects: list
+    labels: list
+
+
+def aligned_draws(posterior: Posterior, min_similarity: float = MIN_SIMILARITY) -> AlignedDraws:
+    """The matched kept samples of `posterior` (computed once per posterior and threshold)."""
+    key = ("aligned_draws", float(min_similarity))
+    return posterior.memo(key, lambda: _align_draws(posterior, min_similarity))
+
+
+def _align_draws(posterior: Posterior, min_similarity: float) -> AlignedDraws:
+    samples, weights, effects = [], [], []
     for c, kept, _ in posterior.thinned(SUMMARY_MAX_DRAWS):
         if posterior.weights[c] > 0 and kept:
             samples.extend(kept)
             weights.extend([posterior.weights[c] / len(kept)] * len(kept))
+            effects.extend(chain_effects(posterior, c))
     weights = np.asarray(weights) / np.sum(weights)
-    shift = spec.likelihood.row_shift_invariant
     with threadpool_limits(limits=1, user_api="blas"):
-        effects = [sample_effects(s.H, s.W, s.params.beta, spec.bias, shift) for s in samples]
         labels = align(effects, weights, min_similarity)
-    n_rows, n_cols = posterior.shape
+    return AlignedDraws(samples, weights, effects, labels)
+
+
+def chain_effects(posterior: Posterior, chain: int) -> list:
+    """:func:`.effects.sample_effects` of chain `chain`'s kept samples, thinned to at most
+    ``SUMMARY_MAX_DRAWS`` (computed once per posterior and chain)."""
+
+    def compute():
+        spec = posterior.spec
+        shift = spec.likelihood.row_shift_invariant
+        kept = posterior.thinned(SUMMARY_MAX_DRAWS)[chain][1]
+        with threadpool_limits(limits=1, user_api="blas"):
+            return [sample_effects(s.H, s.W, s.params.beta, spec.bias, shift) for s in kept]
+
+    return posterior.memo(("chain_effects", chain), compute)
+
+
+def _summarise(posterior: Posterior, min_probability: float, level: float, min_similarity: float):
+    draws = aligned_draws(posterior, min_similarity)
+    shape = posterior.shape
+    return summarise_aligned(draws.effects, draws.labels, draws.weights, shape, min_probability, level)
+
+
+def summarise_aligned(
+    effects: Sequence, labels: Sequence, weights: np.ndarray, shape: tuple[int, int],
+    min_probability: float, level: float,
+) -> DimensionSummary:
+    """The reported dimensions of matched samples (`labels` from :func:`.align.align`)."""  # fmt: skip
+    n_rows, n_cols = shape
     n_aligned = 1 + max((int(lab.max()) for lab in labels if lab.size), default=-1)
     probability = np.zeros(n_aligned)
     share = np.zeros(n_aligned)
@@ -173,7 +230,7 @@ def _summarise(posterior: Posterior, min_probability: float, level: float, min_s
         labels=tuple(f"d{t + 1}" for t in range(reported.size)),
         probability=probability[reported], share=share[reported], usage=usage,
         effect=mean, lower=bounds[0], upper=bounds[1], level=float(level),
-        n_samples=len(effects), n_aligned=n_aligned,
+        n_samples=len(effects), n_aligned=n_aligned, ids=reported.astype(np.int64),
     )  # fmt: skip
 
 
