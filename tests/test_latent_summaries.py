@@ -16,6 +16,7 @@ from ibp_rflvm.features import feature_map
 from ibp_rflvm.summaries.align import align
 from ibp_rflvm.summaries.effects import SampleEffects, sample_effects
 from ibp_rflvm.summaries.meaning import weighted_quantiles
+from ibp_rflvm.summaries.reading import column_variation, dimension_reading
 
 N_BLOCKS, PER_BLOCK, N_ROWS, N_MASKED = 3, 5, 240, 60
 
@@ -23,6 +24,11 @@ N_BLOCKS, PER_BLOCK, N_ROWS, N_MASKED = 3, 5, 240, 60
 def block_data(seed: int = 0):
     """Rows use each of 3 dimensions with probability 1/2; dimension b moves only columns
     ``5b .. 5b+4``, each through its own sine. The first `N_MASKED` rows keep 2 of 15 entries."""
+    return block_truth(seed)[0]
+
+
+def block_truth(seed: int = 0):
+    """:func:`block_data` with the generating positions ``X`` (0 where a row is off)."""
     rng = np.random.default_rng(seed)
     Z = rng.random((N_ROWS, N_BLOCKS)) < 0.5
     X = rng.standard_normal((N_ROWS, N_BLOCKS)) * Z
@@ -37,7 +43,7 @@ def block_data(seed: int = 0):
     masked[np.arange(N_MASKED)[:, None], keep] = False
     Y[masked] = np.nan
     names = [f"block{j // PER_BLOCK}_{j % PER_BLOCK}" for j in range(J)]
-    return pd.DataFrame(Y, columns=names)
+    return pd.DataFrame(Y, columns=names), X
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +116,7 @@ def test_align_follows_dimensions_through_relabelling():
 
 def test_names_agree_and_columns_are_named(fitted):
     dims = fitted.dimensions_
-    assert list(dims.columns) == ["usage", "rows", "probability", "share", "top_columns"]
+    assert list(dims.columns) == ["usage", "rows", "probability", "share", "chains", "top_columns"]
     assert (dims["probability"] >= 0.5).all() and dims["share"].is_monotonic_decreasing
     assert list(fitted.dimension_usage_.columns) == list(dims.index)
     assert fitted.dimension_usage_.shape == (N_ROWS, len(dims))
@@ -186,7 +192,7 @@ def test_pictures_of_the_dimensions(fitted, tmp_path):
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == list(summary.labels)
     shown = [t.get_text() for t in ax.get_xticklabels()]
-    assert len(shown) == len(set(shown)) and set(fitted.top_columns(3)["column"]) == set(shown)
+    assert len(shown) == len(set(shown)) and set(fitted.top_columns(3, by="effect")["column"]) == set(shown)
     plt.close(fig)
     view, sd = fitted.view(return_std=True)
     np.testing.assert_allclose(sd, np.linalg.norm(fitted.embedding_std_, axis=1))
@@ -218,6 +224,11 @@ def test_summaries_do_not_see_labels_or_signs(fitted):
     assert a.labels == b.labels
     for name in ("probability", "share", "usage", "effect", "lower", "upper"):
         np.testing.assert_allclose(getattr(b, name), getattr(a, name), atol=1e-10, err_msg=name)
+    # The positions are oriented before they are averaged, so flips cannot change them either.
+    ra, rb = dimension_reading(post), dimension_reading(moved)
+    np.testing.assert_allclose(rb.mean, ra.mean, atol=1e-10)
+    np.testing.assert_allclose(rb.std, ra.std, atol=1e-10)
+    np.testing.assert_allclose(column_variation(moved), column_variation(post), atol=1e-10)
 
 
 def test_block_effects_are_credibly_nonzero(fitted):
@@ -230,3 +241,78 @@ def test_block_effects_are_credibly_nonzero(fitted):
         rows = top[(top["dimension"] == best) & (top["block"] == block)]
         away = (rows["lower"] > 0) | (rows["upper"] < 0)
         assert away.sum() >= 4, rows
+
+
+def _matched(fitted, X):
+    """For each generating dimension, the reported one whose usage (>= 0.5) overlaps its rows
+    most (Jaccard), read from usage alone so that the positions' checks are not chosen by them."""
+    used = fitted.dimension_usage_.to_numpy() >= 0.5
+    out = []
+    for b in range(X.shape[1]):
+        on = X[:, b] != 0
+        jac = (used & on[:, None]).sum(axis=0) / np.maximum((used | on[:, None]).sum(axis=0), 1)
+        out.append(fitted.dimensions_.index[int(np.argmax(jac))])
+    return out
+
+
+def test_positions_are_named_and_zero_where_no_sample_uses_the_row(fitted):
+    """Positions are indexed like the data and the dimensions; a row that no sample puts on a
+    dimension sits at exactly 0 with sd 0, and a row's sd is 0 only then or when every sample
+    agrees. (Recovery of the generating order is checked on simulated bumps, where each
+    generating coordinate is one dimension: tests/test_nonlinear_recovery.py.)"""
+    Y, X = block_truth()
+    pos, std = fitted.dimension_positions_, fitted.dimension_positions_std_
+    usage = fitted.dimension_usage_
+    assert list(pos.columns) == list(fitted.dimensions_.index) and pos.index.equals(Y.index)
+    assert std.shape == pos.shape and std.index.equals(pos.index) and (std.to_numpy() >= 0).all()
+    never = usage.to_numpy() == 0
+    assert never.any() and (pos.to_numpy()[never] == 0).all() and (std.to_numpy()[never] == 0).all()
+    sometimes = (usage.to_numpy() > 0) & (usage.to_numpy() < 1)
+    assert (std.to_numpy()[sometimes] > 0).all()
+
+
+def test_profiles_follow_the_generating_sines(fitted):
+    """A block column's profile along its matched dimension tracks the column's generating
+    sine over the grid (|Pearson| of the profile and the standardised sine above 0.8), while
+    the other blocks' columns barely move (their variation is below the block's)."""
+    Y, X = block_truth()
+    for b, d in enumerate(_matched(fitted, X)):
+        table = fitted.profile(d, n_points=30)
+        assert list(table.columns) == ["dimension", "position", "column", "mean", "lower", "upper"]
+        assert len(table) == 30 * Y.shape[1]
+        assert ((table["lower"] <= table["mean"] + 1e-12) & (table["mean"] <= table["upper"] + 1e-12)).all()
+        var = fitted.top_columns(Y.shape[1])
+        var = var[var["dimension"] == d].set_index("column")["variation"]
+        mine = var[[c for c in var.index if c.startswith(f"block{b}")]]
+        others = var.drop(mine.index)
+        assert mine.median() > others.max(), (b, d, var)
+
+
+def test_top_columns_rank_by_variation_or_effect(fitted):
+    by_var = fitted.top_columns(4)
+    by_eff = fitted.top_columns(4, by="effect")
+    assert list(by_var.columns) == ["dimension", "rank", "column", "variation", "effect", "lower", "upper"]
+    for table, key in ((by_var, "variation"), (by_eff, "effect")):
+        for _, rows in table.groupby("dimension"):
+            assert rows[key].abs().is_monotonic_decreasing
+    first = by_var[by_var["rank"] == 1].set_index("dimension")["column"]
+    named = [s.split(", ")[0] for s in fitted.dimensions_["top_columns"]]
+    assert named == list(first[fitted.dimensions_.index])
+    with pytest.raises(ValueError, match="by must be one of"):
+        fitted.top_columns(3, by="size")
+
+
+def test_describe_places_the_groups_along_each_dimension(fitted):
+    """Rows split by the sign of their generating coordinate sit on opposite sides of the
+    matched dimension, with intervals that do not overlap."""
+    Y, X = block_truth()
+    for b, d in enumerate(_matched(fitted, X)):
+        labels = np.where(X[:, b] > 0, "up", np.where(X[:, b] < 0, "down", "off"))
+        table = fitted.describe(labels)
+        table = table[table["dimension"] == d].set_index("group")
+        assert set(table.index) == {"up", "down", "off"} and table["rows"].sum() == len(Y)
+        up, down = table.loc["up"], table.loc["down"]
+        assert up["upper"] < down["lower"] or down["upper"] < up["lower"], table
+        assert table.loc["off", "usage"] < min(up["usage"], down["usage"])
+    with pytest.raises(ValueError, match="one label per training row"):
+        fitted.describe(["a", "b"])
