@@ -195,3 +195,55 @@ def test_batch_mean_se_allows_for_autocorrelation():
 def test_batch_mean_se_rejects_too_few_draws():
     with pytest.raises(ValueError, match="2 batches"):
         batch_mean_se(np.arange(10.0), n_batches=40)
+
+
+def test_undefined_rhat_is_nan_with_the_reason_not_an_absurd_number():
+    """Issue 63, item 7: chains each constant at a different value made ArviZ's R-hat 9.2e7 (and
+    a constant trace a RuntimeWarning); both are NaN now, with the reason in ``note``."""
+    from ibp_rflvm.summaries.diagnostics import _arviz_summary, diagnostic_notes, disagreement
+
+    cases = {
+        "apart": np.array([[4.0] * 10, [3.0] * 10]),  # ArviZ: R-hat 92155435.8, ESS 5
+        "constant": np.full((2, 10), 2.0),
+        "one_chain_step": np.array([[2.0] * 5 + [3.0] * 5]),  # its halves as two chains
+        "one_chain_short": np.array([[1.0, 2.0, 3.0, 2.0, 1.0]]),  # halves of 2: too short
+        "moving": np.array([[2.0, 3, 2, 2, 3, 2, 2, 3, 3, 2], [3.0, 2, 3, 3, 2, 2, 3, 2, 2, 3]]),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tables = {name: _arviz_summary({"x": v}, {}, {}) for name, v in cases.items()}
+    notes = {name: t.loc["x", "note"] for name, t in tables.items()}
+    for name in ("apart", "constant", "one_chain_step", "one_chain_short"):
+        assert np.isnan(tables[name].loc["x", ["r_hat", "ess_bulk", "ess_tail"]].astype(float)).all()
+    assert "different values" in notes["apart"] and "chains disagree" in notes["apart"]
+    assert notes["constant"].startswith("constant trace")
+    assert "halves disagree" in notes["one_chain_step"]
+    assert "5 kept draws, 8 needed" in notes["one_chain_short"]
+    assert notes["moving"] is None and 0.9 < tables["moving"].loc["x", "r_hat"] < 10
+    both = diagnostic_notes(np.stack([cases["apart"], cases["moving"]], axis=-1))
+    assert list(both) == [notes["apart"], ""]
+    # The chains-disagree warning of fit says it in words, not with 9.2e7.
+    message = disagreement({"K+": cases["apart"], "flat": cases["constant"]})
+    assert "K+ (constant over each half of each chain, at different values)" in message
+    assert "flat" not in message and "R-hat" not in message
+
+
+@pytest.mark.parametrize("n_chains", [1, 2])
+def test_summary_of_a_short_fit_warns_nothing_and_says_why_rhat_is_missing(n_chains):
+    """Issue 63, item 7: ``summary()`` after a few sweeps. The dense model's ``k_plus`` is
+    constant (ArviZ divided zero by zero: RuntimeWarning); one chain of 10 sweeps keeps 5 draws,
+    too few for its halves (ArviZ warned "More chains than draws" and logged shape warnings)."""
+    Y = make_cambridge(30, random_state=1)["Y"][:, :8]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the chains may disagree after 10 sweeps
+        m = RFLVM(n_iter=10, n_frequencies=5, random_state=3, n_chains=n_chains).fit(Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.filterwarnings("error", message="More chains", category=UserWarning)
+        table = m.summary()
+    assert table.columns[-1] == "note"
+    assert np.isnan(table.loc["k_plus", "r_hat"]) and table.loc["k_plus", "note"]
+    r_hat, note = table.loc["effective_dims", ["r_hat", "note"]]
+    assert (np.isnan(r_hat) and note) or (np.isfinite(r_hat) and r_hat < 10 and note is None)
+    if n_chains == 1:
+        assert "too short" in note and table.loc[["loglik", "eta"], "r_hat"].isna().all()

@@ -8,6 +8,9 @@ distances between rows in the latent space.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -86,14 +89,15 @@ def to_inference_data(
         logp = pointwise_log_predictive(posterior, Y_heldout, owner=owner)  # all samples, chains in order
         kwargs["log_likelihood"] = {"y_heldout": logp.reshape(posterior.n_chains, n_draws, -1)}
         dims["y_heldout"] = ["heldout_entry"]
-    idata = az.from_dict(
-        posterior=draws, warmup_posterior=warmup if burn else None, dims=dims, coords=coords,
-        save_warmup=bool(burn), **kwargs,
-    )  # fmt: skip
-    group = az.dict_to_dataset(
-        {"latent": latent, "latent_mask": mask}, coords=coords,
-        dims={"latent": ["row", "latent_dim"], "latent_mask": ["latent_dim"]},
-    )  # fmt: skip
+    with _arviz_quiet():  # a short run has more chains than draws, and that is its shape
+        idata = az.from_dict(
+            posterior=draws, warmup_posterior=warmup if burn else None, dims=dims, coords=coords,
+            save_warmup=bool(burn), **kwargs,
+        )  # fmt: skip
+        group = az.dict_to_dataset(
+            {"latent": latent, "latent_mask": mask}, coords=coords,
+            dims={"latent": ["row", "latent_dim"], "latent_mask": ["latent_dim"]},
+        )  # fmt: skip
     idata.add_groups(latent=group)
     return idata
 
@@ -114,6 +118,12 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     ``EFFECTIVE_MAX_DRAWS`` per chain, which do not align with the other variables' draws, so
     its statistics come from a separate ArviZ summary of that ``chains x thinned draws`` array
     (its ESS counts thinned draws).
+
+    Where R-hat and the effective sizes are not defined, the diagnostic columns (MCSE, ESS,
+    ``r_hat``) are NaN and the column ``note`` (the last) says why: fewer than 4 draws per chain
+    compared (8 kept draws for one chain), a constant trace (``k_plus`` of the dense model), or
+    chains (one chain's halves) each constant at a different value, which is an infinite R-hat:
+    they disagree (:func:`diagnostic_notes`). No RuntimeWarning comes out of ArviZ on these.
 
     The column ``counts`` says in one sentence what each of the three numbers called
     "dimensions" counts, on the rows ``k_plus``, ``effective_dims`` and ``embedding_dims`` (the
@@ -142,23 +152,97 @@ def summary(posterior: Posterior, Y_heldout: np.ndarray | None = None) -> Any:
     width = pd.DataFrame({"mean": [float(counts.loc["embedding_dims", "median"])]}, index=["embedding_dims"])
     out = pd.concat([table, _arviz_summary(effective, {}, {}), width, chain_table(posterior)])
     out["counts"] = pd.Series(counts["counts"]).reindex(out.index)
+    out["note"] = out.pop("note")  # last: why a row's R-hat and ESS are NaN
     return out
+
+
+#: ArviZ's shortest chain for R-hat and the effective sizes (below it they are NaN, with a log line).
+MIN_DIAGNOSTIC_DRAWS = 4
+
+#: The columns of ArviZ's ``kind="diagnostics"`` summary.
+DIAGNOSTIC_COLUMNS = ("mcse_mean", "mcse_sd", "ess_bulk", "ess_tail", "r_hat")
+
+
+@contextmanager
+def _arviz_quiet() -> Iterator[None]:
+    """ArviZ on arrays this module shaped itself: no numpy RuntimeWarning from its divisions by a
+    zero variance (the traces they come from are NaN with a note, :func:`diagnostic_notes`), and
+    no "More chains than draws" (the arrays are ``chains x draws`` by construction)."""
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        yield
+
+
+def diagnostic_notes(draws: np.ndarray) -> np.ndarray:
+    """Why R-hat and the effective sizes of ``chains x draws (x ...)`` `draws` are not defined,
+    per quantity (flattened as ArviZ lists them): ``""`` where they are.
+
+    The diagnostics compare the chains, or one chain's halves (:func:`halves_as_chains`), and
+    ArviZ splits each of those again into its first and last ``draws // 2`` (pieces). Three
+    cases have none: fewer than :data:`MIN_DIAGNOSTIC_DRAWS` draws in each chain compared; a
+    constant trace (no variation: ArviZ divides zero by zero); and pieces each constant but not
+    all at one value (no variation within a piece: R-hat is infinite in theory, ArviZ gives inf
+    or a meaningless number like 9.2e7, and the effective sizes mean nothing), which says the
+    chains disagree.
+    """
+    draws = np.asarray(draws, dtype=np.float64)
+    one_chain = draws.shape[0] == 1
+    n_kept = draws.shape[1]
+    compared = halves_as_chains(draws) if one_chain else draws
+    n_chains, n_draws = compared.shape[:2]
+    flat = compared.reshape(n_chains, n_draws, -1)
+    notes = np.full(flat.shape[2], "", dtype=object)
+    if n_draws < MIN_DIAGNOSTIC_DRAWS:
+        need = (
+            f"{n_kept} kept draws, {2 * MIN_DIAGNOSTIC_DRAWS} needed (one chain's halves are compared)"
+            if one_chain
+            else f"{n_draws} kept draws per chain, {MIN_DIAGNOSTIC_DRAWS} needed"
+        )
+        notes[:] = f"too short for R-hat and ESS: {need}"
+        return notes
+    constant = np.all(flat == flat[:1, :1], axis=(0, 1))
+    half = n_draws // 2
+    pieces = np.concatenate([flat[:, :half], flat[:, n_draws - half :]], axis=0)
+    stuck = np.all(pieces == pieces[:, :1], axis=1).all(axis=0) & ~constant
+    notes[constant] = "constant trace: no R-hat or ESS"
+    notes[stuck] = (
+        ("each quarter of the chain is" if one_chain else "each half of each chain is")
+        + " constant, at different values: R-hat undefined (infinite), ESS meaningless; "
+        + ("the chain's halves disagree" if one_chain else "the chains disagree")
+    )
+    return notes
 
 
 def _arviz_summary(draws: dict[str, np.ndarray], dims: dict, coords: dict) -> Any:
     """ArviZ's summary (``kind="all"``) of ``chains x draws (x ...)`` arrays. One chain: the
     statistics (mean, sd, HDI) of all its draws, the diagnostics (MCSE, ESS, R-hat) of its
-    halves as two chains."""
+    halves as two chains. Where those are not defined (:func:`diagnostic_notes`) they are NaN and
+    the column ``note`` says why."""
     import arviz as az
     import pandas as pd
 
     def summary(values: dict[str, np.ndarray], kind: str):
-        return az.summary(az.from_dict(posterior=values, dims=dims, coords=coords), kind=kind)
+        with _arviz_quiet():
+            return az.summary(az.from_dict(posterior=values, dims=dims, coords=coords), kind=kind)
 
-    if next(iter(draws.values())).shape[0] > 1:
-        return summary(draws, "all")
-    halves = {name: halves_as_chains(values) for name, values in draws.items()}
-    return pd.concat([summary(draws, "stats"), summary(halves, "diagnostics")], axis=1)
+    one_chain = next(iter(draws.values())).shape[0] == 1
+    compared = {name: halves_as_chains(v) if one_chain else np.asarray(v) for name, v in draws.items()}
+    notes = np.concatenate([diagnostic_notes(values) for values in draws.values()])
+    if next(iter(compared.values())).shape[1] < MIN_DIAGNOSTIC_DRAWS:
+        table = summary(draws, "stats")  # ArviZ would log a shape warning and give NaN
+        for column in DIAGNOSTIC_COLUMNS:
+            table[column] = np.nan
+    elif one_chain:
+        table = pd.concat([summary(draws, "stats"), summary(compared, "diagnostics")], axis=1)
+    else:
+        table = summary(draws, "all")
+    if len(notes) != len(table):
+        raise RuntimeError(f"{len(notes)} notes for {len(table)} summary rows")
+    undefined = notes != ""
+    table.loc[undefined, [c for c in DIAGNOSTIC_COLUMNS if c in table.columns]] = np.nan
+    table["note"] = np.where(undefined, notes, None)
+    return table
 
 
 def halves_as_chains(draws: np.ndarray) -> np.ndarray:
@@ -285,17 +369,24 @@ def disagreement(traces: dict[str, np.ndarray], threshold: float = RHAT_DISAGREE
     `traces` maps a name to a ``chains x kept sweeps`` array. Chains from different random
     starts that settle in different modes (docs/sampler.md) show as a split R-hat above
     `threshold`; fewer than 4 kept sweeps per chain say nothing, and constant traces agree.
+    Chains whose halves are each constant at different values disagree (their R-hat is
+    infinite; ArviZ gives inf or a number like 9.2e7), said in words.
     """
     import arviz as az
 
     bad = []
     for name, values in traces.items():
         values = np.asarray(values, dtype=np.float64)
-        if values.ndim != 2 or values.shape[0] < 2 or values.shape[1] < 4:
+        if values.ndim != 2 or values.shape[0] < 2 or values.shape[1] < MIN_DIAGNOSTIC_DRAWS:
             continue
-        if np.all(values == values.flat[0]):
+        note = diagnostic_notes(values)[0]
+        if note.startswith("constant trace"):
             continue
-        r = float(az.rhat(values))
+        if note:
+            bad.append(f"{name} (constant over each half of each chain, at different values)")
+            continue
+        with _arviz_quiet():
+            r = float(az.rhat(values))
         if not np.isfinite(r) or r > threshold:
             bad.append(f"{name} (R-hat {r:.2f})")
     if not bad:
