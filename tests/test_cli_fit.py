@@ -11,7 +11,7 @@ import pytest
 
 from ibp_rflvm import plots
 from ibp_rflvm.cli import fit as _cli_fit
-from ibp_rflvm.cli import main
+from ibp_rflvm.cli import build_parser, main
 
 FAST = ["--n-iter", "8", "--n-frequencies", "6", "--n-jobs", "1", "--quiet"]
 
@@ -116,14 +116,44 @@ def test_dimensions_and_their_pictures_are_written(tmp_path, capsys):
     assert main(["fit", str(path), "--out", str(out), *FAST]) == 0
     dims = pd.read_csv(out / "dimensions.csv", index_col=0)
     top = pd.read_csv(out / "top_columns.csv")
-    assert list(top.columns) == ["dimension", "rank", "column", "effect", "lower", "upper"]
+    assert list(top.columns) == ["dimension", "rank", "column", "variation", "effect", "lower", "upper"]
     assert set(top["dimension"]) == set(dims.index) and set(top["column"]) <= set(frame.columns)
     std = pd.read_csv(out / "embedding_std.csv", index_col=0)
     assert list(std.index) == list(frame.index)
+    for name in ("dimension_positions.csv", "dimension_positions_std.csv"):
+        pos = pd.read_csv(out / name, index_col=0)
+        assert list(pos.index) == list(frame.index) and list(pos.columns) == list(dims.index)
     assert (out / "dimension_effects.png").stat().st_size > 0
     assert (out / "view_by_dimension.png").exists() == (len(dims) > 0)
+    assert (out / "dimension_profiles.png").exists() == (len(dims) > 0)
+    assert not (out / "groups.csv").exists()
     printed = capsys.readouterr().out
     assert "effective_dims:" in printed and "embedding_dims:" in printed
+    # The final line names every file the fit wrote, and --help's list names each of them.
+    wrote = printed.strip().splitlines()[-1]
+    written = {p.name for p in out.iterdir()}
+    assert wrote.startswith("wrote ") and set(wrote[6:].rsplit(" in ", 1)[0].split(", ")) == written
+    helptext = build_parser()._subparsers._group_actions[0].choices["fit"].format_help()
+    assert all(name in helptext for name in written), written
+
+
+def test_labels_colour_the_pictures_and_place_the_groups(tmp_path, capsys):
+    frame = _frame(n=40)
+    frame.insert(2, "kind", ["a", "b", "c", "d"] * 10)
+    path = tmp_path / "expr.csv"
+    frame.to_csv(path, index_label="cell")
+    out = tmp_path / "o"
+    assert main(["fit", str(path), "--out", str(out), "--labels", "kind", *FAST]) == 0
+    dims = pd.read_csv(out / "dimensions.csv", index_col=0)
+    groups = pd.read_csv(out / "groups.csv")
+    assert list(groups.columns) == ["dimension", "group", "rows", "usage", "position", "lower", "upper"]
+    assert len(groups) == 4 * len(dims) and set(groups["group"]) == {"a", "b", "c", "d"}
+    assert (groups.groupby("dimension")["rows"].sum() == 40).all()
+    top = pd.read_csv(out / "top_columns.csv")
+    assert "kind" not in set(top["column"])  # the label column is not data
+    assert "groups.csv" in capsys.readouterr().out
+    code = main(["fit", str(path), "--out", str(tmp_path / "p"), "--labels", "type", *FAST])
+    assert code == 2 and "no label column 'type'" in capsys.readouterr().err
 
 
 def test_a_k_plus_that_never_moved_is_reported(tmp_path, capsys):

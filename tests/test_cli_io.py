@@ -68,3 +68,21 @@ def test_written_tables_read_back_with_names_and_plain_numbers(tmp_path):
     assert [ln.split(",")[0] for ln in numbered] == ["row", "1", "2"]
     with pytest.raises(ValueError, match="column names"):
         write_table(tmp_path / "v.csv", values, ["a"])
+
+
+def test_a_label_column_is_taken_out_by_name_or_number(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text(",a,species,b\nr1,1,setosa,2\nr2,3,virginica,4\n")
+    table = read_table(path, label_column="species")
+    np.testing.assert_array_equal(table.values, [[1, 2], [3, 4]])
+    assert table.columns == ["a", "b"] and table.rows == ["r1", "r2"]
+    assert table.labels == ["setosa", "virginica"]
+    bare = tmp_path / "y.csv"
+    bare.write_text("1,x,2\n3,y,4\n")
+    table = read_table(bare, label_column="2")
+    assert table.labels == ["x", "y"] and table.values.shape == (2, 2) and table.columns is None
+    with pytest.raises(ValueError, match="no label column 'kind'.*'species'"):
+        read_table(path, label_column="kind")
+    np.save(tmp_path / "z.npy", np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="needs a text table"):
+        read_table(tmp_path / "z.npy", label_column="1")

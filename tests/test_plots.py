@@ -64,3 +64,47 @@ def test_k_plus_figure_draws_the_given_posterior_once(close):
     heights = {round(b.get_x() + b.get_width() / 2): b.get_height() for b in hist.containers[0]}
     assert heights == posterior
     assert hist.get_title() == "combined"
+
+
+def _inside(fig, artist) -> bool:
+    """Whether `artist`, drawn, lies within the figure."""
+    fig.canvas.draw()
+    box = artist.get_window_extent()
+    whole = fig.bbox
+    return (box.x0 >= whole.x0 - 1 and box.y0 >= whole.y0 - 1
+            and box.x1 <= whole.x1 + 1 and box.y1 <= whole.y1 + 1)  # fmt: skip
+
+
+def test_profile_panels_say_how_many_dimensions_they_show_and_keep_their_text_inside(close):
+    from ibp_rflvm.plots import ProfilePanel, profiles_figure
+
+    rng = np.random.default_rng(0)
+    grid = np.linspace(-1, 2, 20)
+    centres = np.array([1.5, -0.5, 0.5])
+    mean = np.exp(-((grid[None, :] - centres[:, None]) ** 2))  # three bumps
+    panel = ProfilePanel("d1", grid, ["late", "early", "middle"], mean, rng.uniform(-1, 2, 30),
+                         np.array(["x", "y"] * 15))  # fmt: skip
+    fig = profiles_figure([panel, panel._replace(dimension="d2", groups=None)], n_dims=5)
+    close(fig)
+    assert "showing the first 2 of 5 dimensions" in " ".join(fig._suptitle.get_text().split())
+    heat = fig.axes[0]
+    # Columns ordered by where they peak: the bumps read as a diagonal.
+    assert [t.get_text() for t in heat.get_yticklabels()] == ["early", "middle", "late"]
+    assert _inside(fig, fig._suptitle) and all(_inside(fig, ax) for ax in fig.axes)
+    assert len(fig.legends) == 1 and _inside(fig, fig.legends[0])
+    whole = profiles_figure([panel], n_dims=1)
+    close(whole)
+    assert "showing" not in whole._suptitle.get_text()
+
+
+def test_usage_view_with_labels_adds_a_group_panel_and_counts_its_panels(close):
+    from ibp_rflvm.plots import usage_view_figure
+
+    rng = np.random.default_rng(1)
+    view, usage = rng.standard_normal((30, 2)), rng.random((30, 4))
+    fig = usage_view_figure(view, usage, ["d1", "d2", "d3", "d4"], max_panels=2, labels=["a", "b", "c"] * 10)
+    close(fig)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[:3] == ["groups", "d1", "d2"]
+    assert "showing the first 2 of 4" in " ".join(fig._suptitle.get_text().split())
+    assert _inside(fig, fig._suptitle) and all(_inside(fig, ax) for ax in fig.axes)

@@ -1,10 +1,12 @@
-"""Figures: latent-space heat maps (the paper's Figures 1-2) and trace plots."""
+"""Figures: latent-space heat maps (the paper's Figures 1-2), trace plots, and the pictures of
+what each dimension does (effects, usage over the view, profiles along it)."""
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -278,6 +280,18 @@ def effects_plot(
     return path
 
 
+def _group_colours(labels) -> tuple[np.ndarray, list, object]:
+    """Each row's group index, the groups' names and a categorical colour map."""
+    names, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    return codes, list(names), plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+
+
+def panels_note(shown: int, total: int) -> str:
+    """``" (showing the first 6 of 9 dimensions)"`` when a figure draws fewer panels than there
+    are dimensions, else nothing."""
+    return f" (showing the first {shown} of {total} dimensions)" if shown < total else ""
+
+
 def usage_view_figure(
     view: np.ndarray,
     usage: np.ndarray,
@@ -285,16 +299,31 @@ def usage_view_figure(
     uncertainty: np.ndarray | None = None,
     max_panels: int = 6,
     title: str | None = None,
+    labels: Sequence | None = None,
 ):
     """The view once per dimension, coloured by usage (the Figure of :func:`usage_view_plot`)."""
     view, usage = np.asarray(view, dtype=np.float64), np.atleast_2d(np.asarray(usage, dtype=np.float64))
     n = max(1, min(int(max_panels), usage.shape[1]))
+    extra = labels is not None
     size = 6.0
     if uncertainty is not None:
         u = np.asarray(uncertainty, dtype=np.float64)
         size = 3.0 + 30.0 * u / max(float(np.max(u)), 1e-300)
-    fig, axes = plt.subplots(1, n, figsize=(2.6 * n + 1.2, 3.0), squeeze=False, layout="constrained")
-    for k, ax in enumerate(axes[0]):
+    width = 2.6 * (n + extra) + 1.2 + (1.2 if extra else 0.0)
+    fig, axes = plt.subplots(1, n + extra, figsize=(width, 3.0), squeeze=False, layout="constrained")
+    panels = axes[0][1:] if extra else axes[0]
+    if extra:
+        codes, names, colours = _group_colours(labels)
+        ax = axes[0][0]
+        for g, name in enumerate(names):
+            pick = codes == g
+            ax.scatter(view[pick, 0], view[pick, 1], s=size if np.ndim(size) == 0 else size[pick],
+                       color=colours(g % colours.N), label=name, linewidths=0)  # fmt: skip
+        ax.set_title("groups", fontsize=9)
+        ax.legend(fontsize=6, markerscale=1.5, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for k, ax in enumerate(panels):
         if k < usage.shape[1]:
             points = ax.scatter(view[:, 0], view[:, 1], c=usage[:, k], s=size, cmap="viridis",
                                 vmin=0.0, vmax=1.0, linewidths=0)  # fmt: skip
@@ -302,8 +331,9 @@ def usage_view_figure(
         ax.set_xticks([])
         ax.set_yticks([])
     if usage.shape[1]:
-        fig.colorbar(points, ax=axes[0].tolist(), label="P(row uses the dimension)", shrink=0.8)
-    fig.suptitle(title or "view coloured by each dimension's usage", fontsize=9)
+        fig.colorbar(points, ax=list(panels), label="P(row uses the dimension)", shrink=0.8)
+    note = panels_note(min(n, usage.shape[1]), usage.shape[1])
+    fig.suptitle(_fit_width(fig, (title or "view coloured by each dimension's usage") + note), fontsize=9)
     return fig
 
 
@@ -315,9 +345,10 @@ def usage_view_plot(
     uncertainty: np.ndarray | None = None,
     max_panels: int = 6,
     title: str | None = None,
+    labels: Sequence | None = None,
 ) -> Path:
     """The 2-D view once per latent dimension, each row coloured by the probability that it
-    uses the dimension, saved to `path`.
+    uses the dimension, saved to `path`; with `labels`, a first panel coloured by group.
 
     Parameters
     ----------
@@ -333,7 +364,120 @@ def usage_view_plot(
         A per-row spread (``view(return_std=True)``'s second value): a point's size grows
         with it, so the rows the posterior is least sure of stand out.
     max_panels : int, default=6
-        At most this many dimensions, the first ones, are drawn.
+        At most this many dimensions, the first ones, are drawn (the title says so when there
+        are more).
+    title : str or None, default=None
+        The title (None: a default).
+    labels : sequence of shape (n_samples,) or None, default=None
+        A group for each row: a first panel shows the view coloured by group, with a legend.
+
+    Returns
+    -------
+    pathlib.Path
+        `path`.
+    """
+    fig = usage_view_figure(view, usage, dimensions, uncertainty, max_panels, title, labels)
+    return _save_constrained(fig, path)
+
+
+def _save_constrained(fig, path: str | Path) -> Path:
+    """Save a figure laid out when drawn (constrained layout, which tight_layout would undo),
+    cropped to everything drawn so that titles, legends and colour bars stay in the image."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.05)
+    plt.close(fig)
+    return path
+
+
+class ProfilePanel(NamedTuple):
+    """One dimension's panel of :func:`profiles_figure`: its name, the grid of positions, the
+    columns' names and their posterior-mean profiles (``n_columns x n_points``), and the
+    positions of the rows that use it (for the rug) with their groups (or None)."""
+
+    dimension: str
+    grid: np.ndarray
+    columns: Sequence[str]
+    mean: np.ndarray
+    rows: np.ndarray
+    groups: Sequence | None = None
+
+
+def profiles_figure(panels: Sequence[ProfilePanel], n_dims: int | None = None, title: str | None = None):
+    """Per dimension, a heat map of its top columns' profiles along it over a rug of the rows'
+    positions (the Figure of :func:`profiles_plot`)."""
+    n = max(len(panels), 1)
+    tallest = max((len(p.columns) for p in panels), default=1)
+    fig, axes = plt.subplots(
+        2, n, figsize=(3.4 * n + 1.0, 1.6 + 0.22 * tallest + 0.9), squeeze=False, layout="constrained",
+        gridspec_kw={"height_ratios": [max(tallest, 2), 2]}, sharex="col",
+    )  # fmt: skip
+    image = None
+    legend_done = False
+    for k in range(n):
+        heat, rug = axes[0][k], axes[1][k]
+        if k >= len(panels):
+            heat.axis("off")
+            rug.axis("off")
+            continue
+        p = panels[k]
+        M = np.atleast_2d(np.asarray(p.mean, dtype=np.float64))
+        lo, hi = M.min(axis=1, keepdims=True), M.max(axis=1, keepdims=True)
+        scaled = (M - lo) / np.where(hi > lo, hi - lo, 1.0)
+        # Columns ordered by where their profile peaks, so that bumps read as a diagonal.
+        order = np.argsort(np.argmax(M, axis=1), kind="stable")
+        g = np.asarray(p.grid, dtype=np.float64)
+        extent = (g[0], g[-1], M.shape[0] - 0.5, -0.5)
+        image = heat.imshow(scaled[order], aspect="auto", cmap="viridis", vmin=0.0, vmax=1.0, extent=extent,
+                            interpolation="nearest")  # fmt: skip
+        heat.set_yticks(range(M.shape[0]), [str(p.columns[j]) for j in order], fontsize=7)
+        heat.set_title(p.dimension, fontsize=9)
+        rows = np.asarray(p.rows, dtype=np.float64)
+        jitter = np.random.default_rng(0).uniform(-0.4, 0.4, rows.size)  # fixed: the same picture each time
+        if p.groups is None:
+            rug.scatter(rows, jitter, s=4, color="k", marker="|", linewidths=0.6)
+        else:
+            codes, names, colours = _group_colours(p.groups)
+            for gi, name in enumerate(names):
+                pick = codes == gi
+                rug.scatter(rows[pick], jitter[pick], s=6, color=colours(gi % colours.N), marker="|",
+                            linewidths=0.8, label=name)  # fmt: skip
+            if not legend_done:
+                # Below every panel, inside the figure (constrained layout makes room for it).
+                fig.legend(*rug.get_legend_handles_labels(), loc="outside lower center", fontsize=7,
+                           markerscale=3, ncol=min(len(names), 6), frameon=False)  # fmt: skip
+                legend_done = True
+        rug.set_yticks([])
+        rug.set_ylim(-0.6, 0.6)
+        rug.set_xlabel(f"position on {p.dimension}", fontsize=8)
+    if image is not None:
+        fig.colorbar(image, ax=axes[0].tolist(), label="profile, each column from its low to its high",
+                     shrink=0.9)  # fmt: skip
+    note = panels_note(len(panels), n_dims if n_dims is not None else len(panels))
+    default = "each dimension's top columns along it (partial dependence); rug: the rows that use it"
+    fig.suptitle(_fit_width(fig, (title or default) + note), fontsize=9)
+    return fig
+
+
+def _fit_width(fig, text: str) -> str:
+    """`text` wrapped to the figure's width (at a 9-point font), so a title stays in the image."""
+    return textwrap.fill(text, max(30, int(fig.get_figwidth() * 13)))
+
+
+def profiles_plot(
+    path: str | Path, panels: Sequence[ProfilePanel], n_dims: int | None = None, title: str | None = None
+) -> Path:
+    """Per dimension, a heat map of how its top columns change along it, over a rug of where
+    the rows that use it sit (coloured by group when the panels have groups), saved to `path`.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The image file to write (its folder is created).
+    panels : sequence of ProfilePanel
+        One per dimension drawn (:func:`profile_panels` builds them from a fitted estimator).
+    n_dims : int or None, default=None
+        How many dimensions there are: the title says when fewer are drawn.
     title : str or None, default=None
         The title (None: a default).
 
@@ -342,10 +486,26 @@ def usage_view_plot(
     pathlib.Path
         `path`.
     """
-    fig = usage_view_figure(view, usage, dimensions, uncertainty, max_panels, title)
-    # Laid out when drawn (constrained layout: the colour bar spans the panels).
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save_constrained(profiles_figure(panels, n_dims, title), path)
+
+
+def profile_panels(
+    model, n_top: int = 8, labels: Sequence | None = None, max_panels: int = 4
+) -> list[ProfilePanel]:
+    """The panels of :func:`profiles_plot` for a fitted estimator: its first `max_panels`
+    dimensions (largest share first), each with the `n_top` columns ``top_columns`` ranks
+    first, and the rows that use it with probability at least 0.5 (with their `labels`)."""
+    dims = list(model.dimensions_.index)[: max(int(max_panels), 0)]
+    top = model.top_columns(n_top)
+    positions, usage = model.dimension_positions_, model.dimension_usage_
+    groups = None if labels is None else np.asarray(labels, dtype=object)
+    panels = []
+    for d in dims:
+        cols = list(top.loc[top["dimension"] == d, "column"])
+        table = model.profile(d, columns=cols)
+        mean = table.pivot(index="column", columns="position", values="mean").loc[[str(c) for c in cols]]
+        on = usage[d].to_numpy() >= 0.5
+        rows = positions[d].to_numpy()[on]
+        panels.append(ProfilePanel(d, mean.columns.to_numpy(), list(mean.index), mean.to_numpy(), rows,
+                                   None if groups is None else groups[on]))  # fmt: skip
+    return panels

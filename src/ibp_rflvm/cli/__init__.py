@@ -90,7 +90,7 @@ def _fit(args: argparse.Namespace) -> int:
     out = cf.OutputFolder(args.out)
     try:
         out.check()
-        table = read_table(args.data, key=args.key)
+        table = read_table(args.data, key=args.key, label_column=args.labels)
         params = cf.likelihood_params(args.likelihood_param, args.likelihood)
         table, sf = cf.size_factors(
             table, args.likelihood, args.size_factors, args.size_factor_column, params
@@ -150,14 +150,13 @@ def _fit(args: argparse.Namespace) -> int:
     print(f"{args.n_iter} sweeps x {chains} in {elapsed:.1f} s")
     out.make()
     with cf.readable_warnings(prog):
-        lines, summary = cf.write_results(model, table, out.path, title, str(args.data))
+        lines, summary, written = cf.write_results(model, table, out.path, title, str(args.data))
     for line in lines:
         print(line)
     print(summary[["mean", "sd", "ess_bulk", "ess_tail", "r_hat"]].head(6).to_string())
-    files = "samples.nc, summary.csv, latent.csv, embedding.csv, view.csv, latent_space.png, k_plus_trace.png"
     if args.checkpoint:
-        files += f", {cf.CHECKPOINT_NAME}" + (".chain<c>" if args.n_chains > 1 else "")
-    print(f"wrote {files} in {out.path}")
+        written.append(cf.CHECKPOINT_NAME + (".chain<c>" if args.n_chains > 1 else ""))
+    print(f"wrote {', '.join(written)} in {out.path}")
     return 0
 
 
@@ -238,15 +237,25 @@ header is one cell shorter than the rows (R's write.table), or when its cells ar
 Any other column of text is refused, naming it. Messages count rows and columns from 1."""
 
 FIT_EPILOG = f"""output files (in --out):
+  samples.nc        every chain's kept samples (ArviZ InferenceData)
+  summary.csv       R-hat and effective sizes, then one row per chain (start, K+, weight)
   latent.csv        the final latent positions of the best chain (largest stacking weight),
                     its active dimensions most used first; header and row names
   embedding.csv     the posterior embedding of all chains' kept samples, stacking-weighted
+  embedding_std.csv each row's posterior sd in embedding.csv's coordinates
   view.csv          a 2-D picture of embedding.csv that keeps each row's neighbours (t-SNE;
-                    distances between clusters mean nothing)
+                    distances between clusters mean nothing; 10 rows or more)
   latent_space.png  latent.csv as a heat map, titled with its chain, over the view's scatter
   k_plus_trace.png  K+ per sweep of every chain, and the combined posterior of K+
-  samples.nc        every chain's kept samples (ArviZ InferenceData)
-  summary.csv       R-hat and effective sizes, then one row per chain (start, K+, weight)
+  dimensions.csv    the dimensions matched across samples and chains: usage, probability,
+                    share of the fit, share of chains that found it, top columns
+  top_columns.csv   each dimension's top columns (by variation along it), with effects
+  dimension_positions.csv, dimension_positions_std.csv
+                    each row's posterior mean (sd) position on each dimension
+  dimension_effects.png    each dimension's on-minus-off effect on its top columns
+  dimension_profiles.png   each dimension's top columns along it, over a rug of the rows
+  view_by_dimension.png    the view coloured by each dimension's usage (when view.csv is)
+  groups.csv        with --labels: each group's usage and mean position on each dimension
   {CHECKPOINT_NAME}    with --checkpoint
 Chains are numbered from 0, as in samples.nc and summary.csv.
 
@@ -332,6 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same chains")
     fit.add_argument("--key", default=None, help="array name inside a .npz file")
+    fit.add_argument(
+        "--labels", default=None, metavar="COLUMN",
+        help="a column of row labels (its header name, or its number counted from 1), taken out of the "
+        "data: groups.csv places each group along each dimension, and the pictures are coloured by group",
+    )  # fmt: skip
     fit.add_argument(
         "--checkpoint", action="store_true",
         help=f"save the chain to OUT/{CHECKPOINT_NAME} every 10 sweeps (a zip of .npy arrays and JSON, "

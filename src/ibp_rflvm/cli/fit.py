@@ -260,7 +260,8 @@ def readable_warnings(prog: str) -> Iterator[None]:
 
 def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, source: str):
     """Every output file of a fit (`title` names the model, `source` the data); the lines to
-    print about which chain each comes from, and the summary table."""
+    print about which chain each comes from, the summary table and the names of the files
+    written, in order."""
     from ..plots import k_plus_plot, latent_heatmaps
     from ..summaries.counts import KPlusStuckWarning, k_plus_stuck
     from ..summaries.diagnostics import summary as diagnostics_summary
@@ -295,8 +296,10 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
     which = f"chain {best}"
     if n_chains > 1:
         which += f" of {n_chains}, stacking weight {weights[best]:.2f}, the largest"
-    latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, {dims} = {k_final[best]}"], None,
-                    out / "latent_space.png", suptitle=source, embeddings=[picture])  # fmt: skip
+    codes, names = (None, None) if table.labels is None else _label_codes(table.labels)
+    latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, {dims} = {k_final[best]}"], codes,
+                    out / "latent_space.png", label_names=names, suptitle=source,
+                    embeddings=[picture])  # fmt: skip
     starts = np.asarray(post.chain_starts, dtype=int)
     traces = {
         f"chain {c} (from {starts[c]}, weight {weights[c]:.2f})": post.traces["n_active"][c]
@@ -329,41 +332,69 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
             KPlusStuckWarning,
             stacklevel=2,
         )
+    written = ["samples.nc", "summary.csv", "latent.csv", "embedding.csv"]
     if picture is not None:
         lines.append("view.csv: the 2-D view (t-SNE of the embedding; keeps neighbours, not distances)")
-    lines.extend(write_dimensions(model, table, out, picture))
-    return lines, summary
+        written.append("view.csv")
+    written += ["latent_space.png", "k_plus_trace.png"]
+    more_lines, more_files = write_dimensions(model, table, out, picture)
+    return lines + more_lines, summary, written + more_files
+
+
+def _label_codes(labels) -> tuple[np.ndarray, list[str]]:
+    """Each row's label as an index into the sorted distinct labels, and those labels."""
+    names, codes = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+    return codes, [str(n) for n in names]
 
 
 def write_dimensions(
     model: IBPRFLVM | RFLVM, table: Table, out: Path, picture: np.ndarray | None
-) -> list[str]:
-    """What each dimension means and how sure each row is: dimensions.csv, top_columns.csv,
-    embedding_std.csv and their pictures; the lines to print about them."""
-    from ..plots import effects_plot, usage_view_plot
+) -> tuple[list[str], list[str]]:
+    """What each dimension means, where the rows sit on it and how sure each row is:
+    dimensions.csv, top_columns.csv, the positions, embedding_std.csv, groups.csv (with labels)
+    and their pictures; the lines to print about them and the files written."""
+    from ..plots import effects_plot, profile_panels, profiles_plot, usage_view_plot
     from ..summaries.meaning import dimension_summary
 
     index_label = table.index_label or "row"
     if table.columns is not None and len(table.columns) == model.n_features_in_:
         # The file's header names the columns, as a DataFrame's would.
         model.feature_names_in_ = np.asarray(table.columns, dtype=object)
+    labels = table.labels
     dims = model.dimensions_
     dims.to_csv(out / "dimensions.csv")
     model.top_columns().to_csv(out / "top_columns.csv", index=False)
+    written = ["dimensions.csv", "top_columns.csv"]
+    for name, frame in (("dimension_positions", model.dimension_positions_),
+                        ("dimension_positions_std", model.dimension_positions_std_)):  # fmt: skip
+        write_table(out / f"{name}.csv", frame.to_numpy(), list(frame.columns), table.rows, index_label)
+        written.append(f"{name}.csv")
     std = model.embedding_std_
     write_table(out / "embedding_std.csv", std, [f"component{k + 1}" for k in range(std.shape[1])],
                 table.rows, index_label)  # fmt: skip
+    written.append("embedding_std.csv")
     summary = dimension_summary(model.posterior_)
     names = model.dimension_effects_.index.to_numpy()
     level = f"{summary.level:.0%}"
     title = f"each dimension's effect on its top columns (dot: {level} interval holds 0)"
     effects_plot(out / "dimension_effects.png", summary.effect, summary.lower, summary.upper, summary.labels,
                  names, title=title)  # fmt: skip
+    written.append("dimension_effects.png")
     lines = [f"dimensions.csv, top_columns.csv, dimension_effects.png: {len(dims)} dimensions "
              f"(posterior probability >= 0.5), their top columns with {level} intervals"]  # fmt: skip
+    if len(dims):
+        profiles_plot(out / "dimension_profiles.png", profile_panels(model, labels=labels), n_dims=len(dims))
+        written.append("dimension_profiles.png")
+        lines.append("dimension_positions.csv, dimension_profiles.png: where each row sits on each "
+                     "dimension, and how its top columns change along it")  # fmt: skip
     if picture is not None and len(dims):
         usage_view_plot(out / "view_by_dimension.png", picture, summary.usage, summary.labels,
-                        np.linalg.norm(std, axis=1))  # fmt: skip
+                        np.linalg.norm(std, axis=1), labels=labels)  # fmt: skip
+        written.append("view_by_dimension.png")
         lines.append("view_by_dimension.png: the view coloured by each dimension's usage (size: row's sd)")
+    if labels is not None:
+        model.describe(labels).to_csv(out / "groups.csv", index=False)
+        written.append("groups.csv")
+        lines.append("groups.csv: each group's usage and mean position on each dimension, with intervals")
     lines.append("embedding_std.csv: each row's posterior sd in embedding.csv's coordinates")
-    return lines
+    return lines, written

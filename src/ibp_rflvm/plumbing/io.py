@@ -37,6 +37,7 @@ class Table:
     rows: list[str] | None = None
     index_label: str | None = None
     notes: list[str] = field(default_factory=list)
+    labels: list[str] | None = None
 
 
 def read_matrix(path: str | Path, key: str | None = None) -> tuple[np.ndarray, list[str] | None]:
@@ -48,7 +49,7 @@ def read_matrix(path: str | Path, key: str | None = None) -> tuple[np.ndarray, l
     return table.values, table.columns
 
 
-def read_table(path: str | Path, key: str | None = None) -> Table:
+def read_table(path: str | Path, key: str | None = None, label_column: str | None = None) -> Table:
     """The data matrix in `path` with its column and row names, where the file has them.
 
     Text files: the delimiter is sniffed (comma, tab, semicolon or whitespace); the first line is
@@ -58,12 +59,15 @@ def read_table(path: str | Path, key: str | None = None) -> Table:
     ``write.table``), or when all its cells are distinct text. Empty cells and
     ``NA``/``NaN``/``null``-like cells are unobserved. Another column of text is an error naming
     the column (1-based, and its header name); any other cell that is not a number is an error
-    naming its line and column.
+    naming its line and column. `label_column` (a header name, or a number counted from 1) is
+    taken out first and kept as the rows' labels (text files only).
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no such data file: {path}")
     suffix = path.suffix.lower()
+    if label_column is not None and suffix in (".npy", ".npz"):
+        raise ValueError(f"{path}: a label column needs a text table (CSV/TSV), not {suffix}")
     if suffix == ".npy":
         return Table(np.load(path, allow_pickle=False))
     if suffix == ".npz":
@@ -76,7 +80,7 @@ def read_table(path: str | Path, key: str | None = None) -> Table:
             if key not in names:
                 raise ValueError(f"{path} has no array {key!r}; it holds {names}")
             return Table(archive[key])
-    return _read_text(path)
+    return _read_text(path, label_column)
 
 
 def _split(path: Path) -> list[list[str]]:
@@ -122,8 +126,40 @@ def _has_header(rows: list[list[str]]) -> bool:
     return short
 
 
-def _read_text(path: Path) -> Table:
+def _take_labels(path: Path, rows: list[list[str]], column: str) -> tuple[list[list[str]], list[str], bool]:
+    """`rows` without the label column `column` (a header name, or a number counted from 1), the
+    labels and whether the first line was the header that named it."""
+    first = rows[0]
+    # A number counts columns: a first line of data could hold it as a cell.
+    named = column in first and not column.isdigit()
+    if named:
+        c = first.index(column)
+        # R's write.table: a header one cell shorter than the rows, which start with row names.
+        body_c = c + 1 if len(rows) > 1 and len(first) == len(rows[1]) - 1 else c
+    elif column.isdigit() and 1 <= int(column) <= max(len(r) for r in rows):
+        c = body_c = int(column) - 1
+    else:
+        hint = f"; the header's names: {first[:8]}" if not all(_numeric_or_missing(x) for x in first) else ""
+        raise ValueError(
+            f"{path}: no label column {column!r} (give its header name or its number from 1){hint}"
+        )
+    body = rows[1:] if named else rows
+    if any(len(r) <= body_c for r in body):
+        raise ValueError(f"{path}: some rows have no cell in label column {column!r}")
+    labels = [r[body_c] for r in body]
+    out = [[x for j, x in enumerate(r) if j != body_c] for r in body]
+    if named:
+        out.insert(0, [x for j, x in enumerate(first) if j != c])
+    return out, labels, named
+
+
+def _read_text(path: Path, label_column: str | None = None) -> Table:
     rows = _split(path)
+    labels = None
+    if label_column is not None:
+        rows, labels, named = _take_labels(path, rows, str(label_column))
+        if not named and _has_header(rows):
+            labels = labels[1:]  # the label column's own header cell
     has_header = _has_header(rows)
     header = rows[0] if has_header else None
     body = rows[1:] if has_header else rows
@@ -171,6 +207,7 @@ def _read_text(path: Path) -> Table:
         rows=[cells[0] for cells in body] if names_first else None,
         index_label=(header[0] or None) if names_first and header is not None else None,
         notes=notes,
+        labels=labels,
     )
 
 
