@@ -77,3 +77,28 @@ def test_a_fit_without_column_names_forgets_earlier_ones():
         assert list(model.feature_names_in_) == ["a", "b", "c"]
         model.fit(np.random.default_rng(0).standard_normal((8, 3)))
     assert not hasattr(model, "feature_names_in_")
+
+
+def test_holdout_mask_of_a_dataframe_gives_dataframes_and_a_fit_keeps_the_names():
+    """Issue 63, item 7: a DataFrame's split keeps its index and columns, so that the fit on
+    the training table names its columns; arrays and sparse input return as before."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        rng.standard_normal((24, 4)), index=[f"r{i}" for i in range(24)], columns=["a", "b", "c", "d"]
+    )
+    train, test = holdout_mask(frame, fraction=0.2, random_state=0)
+    array_train, array_test = holdout_mask(frame.to_numpy(), fraction=0.2, random_state=0)
+    assert type(array_train) is np.ndarray and type(array_test) is np.ndarray
+    for got, want in ((train, array_train), (test, array_test)):
+        assert isinstance(got, pd.DataFrame) and got.dtypes.eq(np.float64).all()
+        assert got.index.equals(frame.index) and got.columns.equals(frame.columns)
+        np.testing.assert_array_equal(got.to_numpy(), want)  # the same draw as the array's
+    masks = holdout_mask(frame, fraction=0.2, random_state=0, return_mask=True)
+    assert type(masks.train_missing) is np.ndarray  # masks stay arrays
+    np.testing.assert_array_equal(masks.train_missing, np.isnan(array_train))
+    sparse = holdout_mask(sp.csr_matrix(frame.to_numpy()), fraction=0.2, random_state=0, return_mask=True)
+    np.testing.assert_array_equal(sparse.test_missing, masks.test_missing)
+    model = IBPRFLVM(n_iter=4, n_frequencies=4, random_state=0).fit(train)
+    assert list(model.feature_names_in_) == ["a", "b", "c", "d"]
+    assert set(model.top_columns()["column"]) <= {"a", "b", "c", "d"}
+    assert np.isfinite(model.score(test))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,17 +22,19 @@ class HoldoutMasks(NamedTuple):
 
 def holdout_mask(
     Y, fraction: float = 0.2, random_state=None, missing_mask=None, return_mask: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Any, Any]:
     """Split the observed entries of `Y` into a training and a held-out matrix.
 
     A `fraction` of the observed entries, chosen uniformly at random, is held out. Entries
     missing in the data itself (NaN, or ``True`` in `missing_mask`) are never held out. Every
     row and column keeps at least one observed training entry, so the training matrix is always
-    fittable. Both return forms draw the same entries for the same seed.
+    fittable. Both return forms draw the same entries for the same seed. A pandas DataFrame
+    gives DataFrames with its index and columns (so a fit on the training one keeps the column
+    names, ``feature_names_in_``).
 
     Parameters
     ----------
-    Y : array-like or scipy.sparse matrix of shape (n_samples, n_features)
+    Y : array-like, pandas.DataFrame or scipy.sparse matrix of shape (n_samples, n_features)
         The data; NaN marks unobserved entries of dense input.
     fraction : float, default=0.2
         Share of the observed entries to hold out, in ``(0, 1)``.
@@ -47,15 +49,16 @@ def holdout_mask(
 
     Returns
     -------
-    Y_train, Y_heldout : ndarray of shape (n_samples, n_features)
+    Y_train, Y_heldout : ndarray or pandas.DataFrame of shape (n_samples, n_features)
         Without `return_mask`: `Y` with the held-out and the missing entries set to NaN, and
-        the held-out entries with NaN elsewhere.
+        the held-out entries with NaN elsewhere; float64 DataFrames with `Y`'s index and columns
+        when `Y` is a DataFrame, arrays otherwise.
     train_missing, test_missing : ndarray of bool of shape (n_samples, n_features)
         With `return_mask`: a :class:`HoldoutMasks`, the masks to pass as ``missing_mask`` to
         ``fit`` (``masks.train_missing``) and to the scoring methods
-        (``masks.test_missing``), each together with `Y` itself. ``train_missing`` is ``True``
-        at the held-out and the missing entries, ``test_missing`` everywhere but at the
-        held-out entries.
+        (``masks.test_missing``), each together with `Y` itself (arrays, for a DataFrame too).
+        ``train_missing`` is ``True`` at the held-out and the missing entries, ``test_missing``
+        everywhere but at the held-out entries.
 
     Raises
     ------
@@ -78,6 +81,7 @@ def holdout_mask(
     """
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1); got {fraction}")
+    frame = Y if _is_frame(Y) else None  # its index and columns go on the two tables
     if is_sparse(Y):
         if not return_mask:
             raise ValueError(
@@ -121,4 +125,14 @@ def holdout_mask(
         Y = np.where(observed, Y, np.nan)
     Y_train = np.where(held, np.nan, Y)
     Y_heldout = np.where(held, Y, np.nan)
+    if frame is not None:
+        import pandas as pd
+
+        like = {"index": frame.index, "columns": frame.columns}
+        return pd.DataFrame(Y_train, **like), pd.DataFrame(Y_heldout, **like)
     return Y_train, Y_heldout
+
+
+def _is_frame(Y) -> bool:
+    """Whether `Y` is a pandas DataFrame (without importing pandas)."""
+    return type(Y).__module__.startswith("pandas") and hasattr(Y, "columns") and hasattr(Y, "index")
