@@ -66,6 +66,8 @@ def test_round_trip_writes_the_documented_keys_and_leaves_x_untouched(adata):
     np.testing.assert_array_equal(effects[subset], direct.dimension_effects_.to_numpy())
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_usage"], direct.dimension_usage_.to_numpy())
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_std"], direct.embedding_std_)
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_positions"], direct.dimension_positions_.to_numpy())
+    np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_positions_std"], direct.dimension_positions_std_)
     assert list(info["dimensions"]["names"]) == list(direct.dimensions_.index)
 
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from ibp_rflvm import plots
-from ibp_rflvm.cli import fit as _cli_fit
 from ibp_rflvm.cli import build_parser, main
+from ibp_rflvm.cli import fit as _cli_fit
 
 FAST = ["--n-iter", "8", "--n-frequencies", "6", "--n-jobs", "1", "--quiet"]
 

@@ -25,6 +25,7 @@ from .plumbing.neighbors import N_NEIGHBORS, check_n_neighbors, write_neighbors
 from .summaries.embedding import own_dimension, posterior_embedding
 from .summaries.meaning import dimension_summary
 from .summaries.posterior import Posterior, ordered_latent
+from .summaries.reading import dimension_reading
 from .summaries.uncertainty import embedding_std
 from .summaries.view import MIN_ROWS as VIEW_MIN_ROWS
 
@@ -260,10 +261,14 @@ def _write(
 def _write_dimensions(
     adata: AnnData, posterior: Posterior, genes: np.ndarray, key: str, obsm_key: str
 ) -> None:
-    """The cells' embedding sd, and each dimension's usage by the cells and effect on the genes."""
+    """The cells' embedding sd, and each dimension's usage by the cells, the cells' positions on
+    it and its effect on the genes."""
     adata.obsm[f"{obsm_key}_std"] = embedding_std(posterior, own_dimension(posterior)).copy()
     summary = dimension_summary(posterior)
     adata.obsm[f"{obsm_key}_usage"] = summary.usage.copy()
+    reading = dimension_reading(posterior)
+    adata.obsm[f"{obsm_key}_positions"] = reading.mean.copy()
+    adata.obsm[f"{obsm_key}_positions_std"] = reading.std.copy()
     effects = np.full((adata.n_vars, len(summary.labels)), np.nan)
     effects[genes] = summary.effect.T
     adata.varm[f"{key}_effects"] = effects
