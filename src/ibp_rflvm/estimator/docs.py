@@ -183,13 +183,18 @@ ATTRIBUTES: dict[str, tuple[str, str]] = {
         Posterior-mean reconstruction of the training matrix, unobserved entries imputed."""),
     "dimensions_": ("pandas.DataFrame", """
         One row per latent dimension the posterior is sure of, matched across samples:
-        ``usage``, ``rows``, ``probability``, ``share`` and ``top_columns``
-        (:doc:`/latent_space`)."""),
+        ``usage``, ``rows``, ``probability``, ``share``, ``chains`` (the share of chains that
+        found it) and ``top_columns`` (:doc:`/latent_space`)."""),
     "dimension_usage_": ("pandas.DataFrame of shape (n_samples, n_dims)", """
         Posterior probability that each row uses each dimension of ``dimensions_``."""),
     "dimension_effects_": ("pandas.DataFrame of shape (n_features, n_dims)", """
         Each dimension's posterior-mean effect on each column (the change of the column's
         linear predictor with the dimension on minus off, over the rows that use it)."""),
+    "dimension_positions_": ("pandas.DataFrame of shape (n_samples, n_dims)", """
+        Each row's posterior-mean position on each dimension of ``dimensions_`` (0 where the row
+        does not use it), the samples oriented alike."""),
+    "dimension_positions_std_": ("pandas.DataFrame of shape (n_samples, n_dims)", """
+        The posterior standard deviation of each row's position on each dimension."""),
     "feature_names_in_": ("ndarray of shape (n_features,)", """
         The columns' names, when `Y` was a DataFrame whose column names are all strings
         (absent otherwise); :meth:`top_columns` and ``dimension_effects_`` use them."""),
