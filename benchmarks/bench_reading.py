@@ -25,7 +25,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from bench_summaries import build
-from ibp_rflvm.summaries import dimension_summary
+from ibp_rflvm.summaries import dimension_summary, meaning
 from ibp_rflvm.summaries.reading import column_variation, dimension_reading, groups_table, profile_table
 
 
@@ -34,7 +34,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--cols", type=int, default=2_000)
     parser.add_argument("--kept", type=int, default=200)
+    parser.add_argument("--max-draws", type=int, default=meaning.SUMMARY_MAX_DRAWS,
+                        help="kept samples per chain the summaries read")  # fmt: skip
     args = parser.parse_args()
+    meaning.SUMMARY_MAX_DRAWS = args.max_draws
     post = build(args.rows, args.cols, args.kept)
     names = np.array([f"gene{j}" for j in range(args.cols)], dtype=object)
     groups = np.arange(args.rows) % 5
@@ -59,7 +62,7 @@ def main() -> None:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     size = f"{args.rows} x {args.cols}, {args.kept} kept samples, {len(summary.labels)} dimensions"
-    print(f"{size}, one thread, CPU seconds:")
+    print(f"{size}, {summary.n_samples} of them read, one thread, CPU seconds:")
     print(f"  dimensions_ (the matching, before): {t_dims:.1f} s")
     for what, seconds in times.items():
         print(f"  {what}: {seconds:.1f} s")
