@@ -207,18 +207,22 @@ def test_undefined_rhat_is_nan_with_the_reason_not_an_absurd_number():
         "constant": np.full((2, 10), 2.0),
         "one_chain_step": np.array([[2.0] * 5 + [3.0] * 5]),  # its halves as two chains
         "one_chain_short": np.array([[1.0, 2.0, 3.0, 2.0, 1.0]]),  # halves of 2: too short
+        "one_draw": np.array([[1.0]]),  # halves of none (fit(n_iter=2))
+        "two_chains_one_draw": np.array([[1.0], [2.0]]),
         "moving": np.array([[2.0, 3, 2, 2, 3, 2, 2, 3, 3, 2], [3.0, 2, 3, 3, 2, 2, 3, 2, 2, 3]]),
     }
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tables = {name: _arviz_summary({"x": v}, {}, {}) for name, v in cases.items()}
     notes = {name: t.loc["x", "note"] for name, t in tables.items()}
-    for name in ("apart", "constant", "one_chain_step", "one_chain_short"):
+    for name in ("apart", "constant", "one_chain_step", "one_chain_short", "one_draw", "two_chains_one_draw"):
         assert np.isnan(tables[name].loc["x", ["r_hat", "ess_bulk", "ess_tail"]].astype(float)).all()
     assert "different values" in notes["apart"] and "chains disagree" in notes["apart"]
     assert notes["constant"].startswith("constant trace")
     assert "halves disagree" in notes["one_chain_step"]
     assert "5 kept draws, 8 needed" in notes["one_chain_short"]
+    assert "1 kept draws, 8 needed" in notes["one_draw"]
+    assert "1 kept draws per chain, 4 needed" in notes["two_chains_one_draw"]
     assert notes["moving"] is None and 0.9 < tables["moving"].loc["x", "r_hat"] < 10
     both = diagnostic_notes(np.stack([cases["apart"], cases["moving"]], axis=-1))
     assert list(both) == [notes["apart"], ""]

@@ -191,7 +191,7 @@ def diagnostic_notes(draws: np.ndarray) -> np.ndarray:
     n_kept = draws.shape[1]
     compared = halves_as_chains(draws) if one_chain else draws
     n_chains, n_draws = compared.shape[:2]
-    flat = compared.reshape(n_chains, n_draws, -1)
+    flat = compared.reshape(n_chains, n_draws, int(np.prod(compared.shape[2:])))  # n_draws may be 0
     notes = np.full(flat.shape[2], "", dtype=object)
     if n_draws < MIN_DIAGNOSTIC_DRAWS:
         need = (
