@@ -234,12 +234,32 @@ def _refuse_text_columns(path: Path, header, body, first: int, start_line: int) 
         observed = [(r, cells[c]) for r, cells in enumerate(body) if cells[c].lower() not in MISSING]
         if observed and not any(_is_number(cell) for _, cell in observed):
             r, cell = observed[0]
-            where = "" if c else " (a first column of text is read as row names only if its cells differ)"
+            where = ""
+            if c == 0:
+                repeated = _repeated([cells[0] for cells in body], start_line)
+                where = f" (a first column of text is read as row names only if its cells differ{repeated})"
             raise ValueError(
                 f"{path}: {_column(header, c)} holds text, not numbers (e.g. {cell!r} on line "
                 f"{r + start_line}); every column but the row names must be numeric: remove it or "
                 f"encode it as numbers{where}"
             )
+
+
+def _repeated(cells: list[str], start_line: int) -> str:
+    """``; 'x' is on lines 2 and 5``, naming the first value that repeats (and how many others
+    do), or "" when every cell differs."""
+    first_seen: dict[str, int] = {}
+    repeats: dict[str, int] = {}  # each repeated value, at its second line
+    for r, cell in enumerate(cells):
+        if cell not in first_seen:
+            first_seen[cell] = r
+        elif cell not in repeats:
+            repeats[cell] = r
+    if not repeats:
+        return ""
+    cell, r = next(iter(repeats.items()))
+    more = f", and {len(repeats) - 1} other value(s) repeat" if len(repeats) > 1 else ""
+    return f"; {cell!r} is on lines {first_seen[cell] + start_line} and {r + start_line}{more}"
 
 
 def format_number(value: float) -> str:

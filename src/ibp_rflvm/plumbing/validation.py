@@ -12,13 +12,20 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import NamedTuple
 
 import numpy as np
 
-#: Row and column names for messages, set by :func:`labelled`; None: Python's 0-based indices.
-_LABELS: ContextVar[tuple[Sequence[str] | None, Sequence[str] | None] | None] = ContextVar(
-    "ibp_rflvm_labels", default=None
-)
+
+class _Labels(NamedTuple):
+    rows: Sequence | None  # names, or None: numbers
+    columns: Sequence | None
+    counted_from: int  # 1 for a file's rows and columns, 0 for a DataFrame's positions
+
+
+#: Row and column names for messages, set by :func:`labelled` and :func:`frame_labels`; None:
+#: Python's 0-based indices.
+_LABELS: ContextVar[_Labels | None] = ContextVar("ibp_rflvm_labels", default=None)
 
 _COUNTED = " (data rows and columns counted from 1)"
 
@@ -31,11 +38,43 @@ def labelled(rows: Sequence[str] | None = None, columns: Sequence[str] | None = 
     (as a spreadsheet and the file reader count), instead of the 0-based index a Python caller
     uses. The command line wraps its checks and its fit in this.
     """
-    token = _LABELS.set((rows, columns))
+    token = _LABELS.set(_Labels(rows, columns, 1))
     try:
         yield
     finally:
         _LABELS.reset(token)
+
+
+@contextmanager
+def frame_labels(Y) -> Iterator[None]:
+    """Within the block, messages name a pandas DataFrame `Y`'s columns by their names and its
+    rows by its index, as the caller knows them; anything else changes nothing.
+
+    A default index (0, 1, ..., the positions) or default column labels give the 0-based
+    positions, as without this. :func:`as_data_matrix` reads a DataFrame in this; ``fit`` runs
+    its checks in it, so that the scale warning and the likelihoods' data errors (non-binary
+    values under ``bernoulli``, negative counts) say ``column 'proline'`` where the user passed a
+    DataFrame.
+    """
+    if not _is_frame(Y):
+        yield
+        return
+    token = _LABELS.set(_Labels(_names(Y.index), _names(Y.columns), 0))
+    try:
+        yield
+    finally:
+        _LABELS.reset(token)
+
+
+def _is_frame(Y) -> bool:
+    return type(Y).__module__.startswith("pandas") and hasattr(Y, "index") and hasattr(Y, "columns")
+
+
+def _names(index) -> list | None:
+    """A pandas index's labels, or None when they are the positions 0, 1, ... (a RangeIndex)."""
+    if type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1:
+        return None
+    return list(index)
 
 
 def _row_label(i: int) -> str:
@@ -43,26 +82,29 @@ def _row_label(i: int) -> str:
     labels = _LABELS.get()
     if labels is None:
         return str(int(i))
-    rows = labels[0]
-    return repr(str(rows[i])) if rows is not None else str(int(i) + 1)
+    rows = labels.rows
+    return repr(str(rows[i])) if rows is not None else str(int(i) + labels.counted_from)
 
 
 def column_label(j: int) -> str:
-    """``column <j>``, or under :func:`labelled` ``column <j+1> ('<name>')``."""
+    """``column <j>``; under :func:`labelled` ``column <j+1> ('<name>')``, under
+    :func:`frame_labels` ``column '<name>'``."""
     labels = _LABELS.get()
     if labels is None:
         return f"column {int(j)}"
-    columns = labels[1]
+    columns = labels.columns
+    if labels.counted_from == 0 and columns is not None:
+        return f"column {str(columns[j])!r}"
     name = f" ({str(columns[j])!r})" if columns is not None else ""
-    return f"column {int(j) + 1}{name}"
+    return f"column {int(j) + labels.counted_from}{name}"
 
 
 def _counted_note(*axes: str) -> str:
     """The note that numbers count from 1, when some of `axes` are shown as numbers."""
     labels = _LABELS.get()
-    if labels is None:
+    if labels is None or labels.counted_from == 0:
         return ""
-    numbered = any(labels[0 if axis == "row" else 1] is None for axis in axes)
+    numbered = any((labels.rows if axis == "row" else labels.columns) is None for axis in axes)
     return _COUNTED if numbered else ""
 
 
@@ -70,8 +112,8 @@ def _column_short(j: int) -> str:
     labels = _LABELS.get()
     if labels is None:
         return str(int(j))
-    columns = labels[1]
-    return repr(str(columns[j])) if columns is not None else str(int(j) + 1)
+    columns = labels.columns
+    return repr(str(columns[j])) if columns is not None else str(int(j) + labels.counted_from)
 
 
 def _positions(mask: np.ndarray, limit: int = 5) -> str:
@@ -136,13 +178,14 @@ def as_data_matrix(Y, name: str = "Y", min_rows: int = 2, allow_empty: tuple[str
     if n < min_rows:
         raise ValueError(f"{name} needs at least {min_rows} rows; got n_samples = {n} (shape {arr.shape})")
     arr = np.array(arr, dtype=np.float64, copy=True)
-    inf = np.isinf(arr)
-    if inf.any():
-        raise ValueError(
-            f"{name} contains {int(inf.sum())} infinite value(s) at (row, column) "
-            f"{_positions(inf)}; use NaN for unobserved entries"
-        )
-    check_not_empty(np.isnan(arr), name, allow_empty)
+    with frame_labels(original):  # a DataFrame's rows and columns by their names
+        inf = np.isinf(arr)
+        if inf.any():
+            raise ValueError(
+                f"{name} contains {int(inf.sum())} infinite value(s) at (row, column) "
+                f"{_positions(inf)}; use NaN for unobserved entries"
+            )
+        check_not_empty(np.isnan(arr), name, allow_empty)
     return arr
 
 
