@@ -69,6 +69,23 @@ def test_every_fitted_attribute_is_described_in_the_docstring(cls):
     assert blank == []
 
 
+@pytest.mark.parametrize("cls", [IBPRFLVM, RFLVM])
+def test_embedding_entry_says_why_it_is_wider_than_the_latent(cls):
+    """Issue 63, item 7: ``RFLVM(n_components=5).embedding_`` had 35 columns; the entry says why
+    (the width is the kernel's, set by 90% of its trace) and what to use for n_components-wide
+    coordinates."""
+    entry = {p.name: " ".join(p.desc) for p in NumpyDocString(cls.__doc__)["Attributes"]}["embedding_"]
+    entry = " ".join(entry.split())
+    for phrase in (
+        "not the latent dimension",
+        "90% of the kernel's trace",
+        "RFLVM(n_components=5)",
+        "``latent_``",
+        "first columns of ``embedding_``",
+    ):
+        assert phrase in entry, phrase
+
+
 def test_a_fit_without_column_names_forgets_earlier_ones():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

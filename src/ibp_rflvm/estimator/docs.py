@@ -172,7 +172,15 @@ ATTRIBUTES: dict[str, tuple[str, str]] = {
         ``latent_`` of each kept sample of the best chain, in sweep order."""),
     "embedding_": ("ndarray of shape (n_samples, embedding_dims_)", """
         Posterior embedding of the training rows: kernel principal components of the
-        posterior-mean kernel over every chain's kept samples (:doc:`/embedding`)."""),
+        posterior-mean kernel over every chain's kept samples (:doc:`/embedding`). That kernel
+        is of the rows' function values (random features times weights), not of the latent
+        positions, so its width, ``embedding_dims_``, is not the latent dimension: it is the
+        components carrying 90% of the kernel's trace (never fewer than the posterior median
+        of ``K+``, the dense model's `n_components`). The map from the latent positions to
+        the function values is non-linear, and samples and chains that place the rows
+        differently add components of their own, so ``RFLVM(n_components=5)`` can give many
+        more than 5 columns. For coordinates as wide as the latent use ``latent_`` (one
+        sample) or the first columns of ``embedding_`` (``embedding(n)``)."""),
     "embedding_std_": ("ndarray of shape (n_samples, embedding_dims_)", """
         Posterior standard deviation of each row's ``embedding_`` coordinates; larger for
         rows with fewer observed entries (:doc:`/latent_space`)."""),
