@@ -98,11 +98,6 @@ def test_dataframe_columns_and_rows_are_named_by_their_names():
         as_data_matrix(empty)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fit must run its checks inside frame_labels(Y) (a one-line change to estimator/fitting.py, "
-    "issue 63 item 7): then this passes and the mark goes",
-)
 def test_fit_names_a_dataframes_columns_in_the_scale_warning_and_the_bernoulli_error():
     scaled, binary = _frames()
     with pytest.warns(UnscaledDataWarning, match=r"\(column 'proline'\)"):

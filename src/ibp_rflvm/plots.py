@@ -391,9 +391,23 @@ def _save_constrained(fig, path: str | Path) -> Path:
 
 
 class ProfilePanel(NamedTuple):
-    """One dimension's panel of :func:`profiles_figure`: its name, the grid of positions, the
-    columns' names and their posterior-mean profiles (``n_columns x n_points``), and the
-    positions of the rows that use it (for the rug) with their groups (or None)."""
+    """One dimension's panel of :func:`profiles_plot`.
+
+    Parameters
+    ----------
+    dimension : str
+        The dimension's name.
+    grid : ndarray of shape (n_points,)
+        The positions the profiles are given at, ascending.
+    columns : sequence of str
+        The columns' names.
+    mean : ndarray of shape (n_columns, n_points)
+        Their posterior-mean profiles.
+    rows : ndarray of shape (n_rows,)
+        The positions of the rows drawn in the rug.
+    groups : sequence of shape (n_rows,) or None, default=None
+        Those rows' groups, which colour the rug (None: one colour).
+    """
 
     dimension: str
     grid: np.ndarray
@@ -492,9 +506,25 @@ def profiles_plot(
 def profile_panels(
     model, n_top: int = 8, labels: Sequence | None = None, max_panels: int = 4
 ) -> list[ProfilePanel]:
-    """The panels of :func:`profiles_plot` for a fitted estimator: its first `max_panels`
-    dimensions (largest share first), each with the `n_top` columns ``top_columns`` ranks
-    first, and the rows that use it with probability at least 0.5 (with their `labels`)."""
+    """The panels of :func:`profiles_plot` for a fitted estimator.
+
+    Parameters
+    ----------
+    model : IBPRFLVM or RFLVM
+        A fitted estimator.
+    n_top : int, default=8
+        Columns per dimension: the ones ``top_columns`` ranks first.
+    labels : sequence of shape (n_samples,) or None, default=None
+        Each training row's group, to colour the rug.
+    max_panels : int, default=4
+        At most this many dimensions, largest share first.
+
+    Returns
+    -------
+    list of ProfilePanel
+        One per dimension drawn; the rug holds the rows that use it with probability at least
+        0.5.
+    """
     dims = list(model.dimensions_.index)[: max(int(max_panels), 0)]
     top = model.top_columns(n_top)
     positions, usage = model.dimension_positions_, model.dimension_usage_

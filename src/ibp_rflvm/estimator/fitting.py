@@ -30,6 +30,7 @@ from ..plumbing.validation import (
     check_int,
     check_positive,
     check_random_state,
+    frame_labels,
     resolve_burn_in,
     warn_if_unscaled,
 )
@@ -204,7 +205,7 @@ class _RFLVMBase(
         # The chain's matrices are small (L = 2M features) and its hot loops are compiled and
         # single-threaded: multi-threaded BLAS only oversubscribes the cores (5x slower on 2
         # cores), and parallel chains want one thread each anyway.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with threadpool_limits(limits=1, user_api="blas"), frame_labels(Y):
             return self._fit(Y, resume, missing_mask)
 
     def _chain_generators(self) -> list[np.random.Generator]:

@@ -48,7 +48,20 @@ class DimensionReading:
 
 
 def dimension_reading(posterior: Posterior) -> DimensionReading:
-    """The reading of `posterior`'s reported dimensions (computed once per posterior)."""
+    """The reading of `posterior`'s reported dimensions (computed once per posterior).
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A fit's posterior.
+
+    Returns
+    -------
+    DimensionReading
+        The reported dimensions (``summary``), the matched samples (``draws``), each
+        dimension's samples oriented alike (``dims``) and the rows' posterior mean and sd
+        positions (``mean``, ``std``: ``N x n_dims``).
+    """
 
     def compute():
         summary = dimension_summary(posterior)
@@ -89,7 +102,30 @@ def profile_table(
     n_points: int = PROFILE_POINTS,
     level: float = LEVEL,
 ) -> pd.DataFrame:
-    """The profile of `columns` (indices) along `dimension`, long format (:meth:`profile`)."""
+    """The profile of `columns` along `dimension`, long format (the estimators' ``profile``).
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A fit's posterior.
+    dimension : str
+        A reported dimension's name (``"d1"``, ...).
+    columns : ndarray of int
+        The columns' indices.
+    names : ndarray of shape (n_features,)
+        Every column's name.
+    n_points : int, default=50
+        Grid points, from the lowest to the highest posterior-mean position of the rows that
+        use the dimension.
+    level : float, default=0.9
+        Mass of the equal-tailed band over the samples.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dimension``, ``position``, ``column``, ``mean``, ``lower``, ``upper``; each column's
+        whole profile together, positions ascending.
+    """
     r = dimension_reading(posterior)
     t = r.index(dimension)
     points = grid(r.mean[:, t], r.summary.usage[:, t], n_points)
@@ -114,7 +150,27 @@ def profile_table(
 
 
 def groups_table(posterior: Posterior, groups: Sequence, level: float = LEVEL) -> pd.DataFrame:
-    """Each group's usage and position on each reported dimension (:meth:`describe`)."""
+    """Each group's usage and position on each reported dimension (the estimators' ``describe``).
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A fit's posterior.
+    groups : sequence of shape (n_samples,)
+        Each training row's group.
+    level : float, default=0.9
+        Mass of the positions' equal-tailed intervals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``dimension``, ``group``, ``rows``, ``usage``, ``position``, ``lower``, ``upper``.
+
+    Raises
+    ------
+    ValueError
+        Not one group per training row.
+    """
     groups = np.asarray(groups, dtype=object)
     n_rows = posterior.shape[0]
     if groups.ndim != 1 or groups.shape[0] != n_rows:

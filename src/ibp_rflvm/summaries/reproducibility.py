@@ -59,8 +59,23 @@ def found_in_chain(
 def chain_share(
     posterior: Posterior, summary: DimensionSummary, min_cosine: float = MIN_COSINE
 ) -> np.ndarray:
-    """Share of the chains in which each reported dimension of `summary` appears (NaN for a
-    fit of one chain, which says nothing about reproducibility)."""
+    """Share of the chains in which each reported dimension of `summary` appears.
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A fit's posterior.
+    summary : DimensionSummary
+        Its reported dimensions (:func:`~ibp_rflvm.summaries.dimension_summary`).
+    min_cosine : float, default=0.8
+        A chain's dimension is a reported one when their effects have at least this cosine.
+
+    Returns
+    -------
+    ndarray of shape (n_dims,)
+        The share of chains, each counted alike; NaN for a fit of one chain, which says nothing
+        about reproducibility.
+    """
     if posterior.n_chains < 2:
         return np.full(len(summary.labels), np.nan)
     hits = np.zeros(len(summary.labels))
