@@ -145,6 +145,17 @@ def test_gaussian_sweep_gets_it_right_under_gamma_poisson():
     _assert_prior_moments(spec, draws)
 
 
+@pytest.mark.slow
+def test_gaussian_sweep_gets_it_right_with_the_scale_move():
+    """The default IBP sweep with the scale move of :mod:`ibp_rflvm.samplers.scale` before the
+    mixture's step: the move integrates the components out, and the step after it draws them,
+    so ``X`` (``x2``), the frequencies (``w_in``) and everything downstream keep their prior."""
+    spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), scale_move=True)
+    draws = _successive_conditional(spec, 8000)
+    assert draws["births"].sum() > 500 and draws["deaths"].sum() > 500
+    _assert_prior_moments(spec, draws)
+
+
 @z_prior.hyper_class
 class _NoWalkHyper(NamedTuple):
     rate: float

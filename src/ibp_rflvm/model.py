@@ -15,7 +15,8 @@ representation, then a Gibbs pass of ``Z``); the dimension moves of SPEC 2.2 (jo
 transfers, absorb/emit, singleton births and deaths) with the prior's weights integrated out;
 the weights given ``Z``, ``alpha`` and the prior's own variables (a learned IBP ``beta``);
 ``X`` by elliptical slice sampling; the frequencies by elliptical slice sampling or
-Metropolis-Hastings; the Dirichlet-process mixture of the frequencies; the likelihood's own
+Metropolis-Hastings; with ``scale_move``, each dimension's scale along the direction the
+likelihood cannot see; the Dirichlet-process mixture of the frequencies; the likelihood's own
 variables.
 
 ``sweep(rng, state, data, spec)`` and ``init_state(rng, data, spec)`` build the kernel for one
@@ -32,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .plumbing import blocks
-from .samplers import absorb, dimension_moves, dp_mixture, transfer
+from .samplers import absorb, dimension_moves, dp_mixture, scale, transfer
 from .state import ChainState, Data, ModelSpec, MoveCounts, MoveSeconds, SweepInfo
 from .targets import Target, View, Work, make_target
 
@@ -225,6 +226,9 @@ def _step(
     x_evals = int(view.update_x(rng, w))
     w_accepted, w_moved = (int(v) for v in view.update_w(rng, w))
     moves = moves._replace(x_evals=x_evals, w_accepted=w_accepted, w_moved=w_moved)
+    if spec.scale_move:
+        # With the components integrated out: the mixture's step below draws them afresh.
+        scale.scale_moves(rng, w.X, w.Z, w.W, w.zeta, spec.lam0)
     w.zeta, w.mu, w.Sigma, w.eta = dp_mixture.dp_step(rng, w.W, w.zeta, w.eta, spec.lam0, *spec.eta_prior)
     Y, params, ll = view.finish(rng, w, state.params)
     # The dense model has no prior on Z and so no variables of one (a state resumed from an

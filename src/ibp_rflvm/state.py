@@ -57,6 +57,10 @@ class ModelSpec:
     ``"mh"``, the paper's Metropolis-Hastings step with the component as an independence
     proposal, which almost never moves beyond toy sizes (docs/sampler.md section 12). Both run
     on either backend.
+
+    `scale_move` adds, before the mixture's step, a move of each dimension's scale along the
+    direction the likelihood cannot see (``x_d -> c x_d``, ``w_d -> w_d / c``;
+    :mod:`.samplers.scale`); the numba backend only, for now.
     """
 
     n_frequencies: int = 50
@@ -78,6 +82,7 @@ class ModelSpec:
     backend: str = "numba"
     z_prior: FeaturePrior | str | None = field(default_factory=default_prior)
     frequency_update: str = "ess"
+    scale_move: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.z_prior, str):
@@ -86,6 +91,8 @@ class ModelSpec:
             raise ValueError(f"{why}, which moves=False switches off")
         if self.backend not in ("numba", "jax"):
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
+        if self.scale_move and self.backend != "numba":
+            raise ValueError("scale_move runs on the numba backend only (the device step has none yet)")
         if self.frequency_update not in FREQUENCY_UPDATES:
             raise ValueError(
                 f"frequency_update must be one of {FREQUENCY_UPDATES}; got {self.frequency_update!r}"

@@ -1,0 +1,112 @@
+"""Effective samples of what users read, per 1,000 sweeps and per CPU-second (issue 64, item 1),
+for the default sweep and for the sweep with the scale move (:mod:`ibp_rflvm.samplers.scale`).
+
+One chain per variant and seed, in this process (so ``time.process_time`` is its CPU time). From
+every kept sample: the training log-likelihood, ``K+``, the frequencies' scale (RMS of ``W``), the
+latent scale (RMS of the non-zero ``H``), each matched dimension's own two scales (the dimensions
+of ``dimensions_``, each sample's column oriented alike; the samples that have it) and the
+median of the pairwise latent distances ``summary()`` tracks. ESS is ArviZ's ``ess_bulk``.
+
+Run::
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python studies/continuous_block.py cancer --sweeps 1000
+    IBP_RFLVM_DATA=../shared/datasets ... studies/continuous_block.py congress --sweeps 1000
+
+A one-off study (``studies/``, not maintained): its results and commands are in
+docs/record/sampler.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from dataclasses import replace
+
+import arviz as az
+import numpy as np
+
+from ibp_rflvm import IBPRFLVM
+from ibp_rflvm.summaries import meaning
+from ibp_rflvm.summaries.diagnostics import _pairwise, distance_rows
+from ibp_rflvm.summaries.reading import dimension_reading
+
+
+class _Scaled(IBPRFLVM):
+    """The estimator with the scale move in its sweep."""
+
+    def _spec(self):
+        return replace(super()._spec(), scale_move=True)
+
+
+def load_table(name: str) -> tuple[np.ndarray, str]:
+    if name == "cancer":
+        from sklearn.datasets import load_breast_cancer
+        from sklearn.preprocessing import StandardScaler
+
+        return StandardScaler().fit_transform(load_breast_cancer().data), "gaussian"
+    from ibp_rflvm.datasets import load
+
+    ds = load({"congress": "congress"}.get(name, name))
+    return ds.data, ("negbinom" if ds.kind == "counts" else "gaussian")
+
+
+def ess(values) -> float:
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < 8 or np.ptp(values) == 0:
+        return float("nan")
+    return float(az.ess(values[None, :], method="bulk"))
+
+
+def traces(model) -> dict[str, np.ndarray]:
+    """The per-sample quantities of the module docstring, over every kept sample."""
+    post = model.posterior_
+    samples = post.chain_samples(0)
+    rows = distance_rows(post.shape[0])
+    out = {
+        "loglik": post.kept("loglik")[0],
+        "k_plus": post.kept("n_active")[0].astype(float),
+        "frequency_scale": np.array([np.sqrt(np.mean(s.W**2)) for s in samples]),
+        "latent_scale": np.array([np.sqrt(np.mean(s.H[s.H != 0] ** 2)) for s in samples if s.H.any()]),
+        "median_distance": np.array([np.median(_pairwise(s.H, rows)) for s in samples]),
+    }
+    meaning.SUMMARY_MAX_DRAWS = len(samples)  # every kept sample, for the per-dimension traces
+    r = dimension_reading(post)
+    for t, dd in enumerate(r.dims[:3]):
+        if dd.draw.size < 0.9 * len(samples):
+            continue  # a dimension some samples lack has no trace to measure
+        H = dd.values(r.draws)
+        on = H != 0
+        name = r.summary.labels[t]
+        out[f"{name}_latent_scale"] = np.sqrt((H**2).sum(axis=1) / np.maximum(on.sum(axis=1), 1))
+        W = np.stack([r.draws.samples[i].W[:, c] for i, c in zip(dd.draw, dd.column, strict=True)])
+        out[f"{name}_frequency_scale"] = np.sqrt(np.mean(W**2, axis=1))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data")
+    parser.add_argument("--sweeps", type=int, default=1000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--variants", nargs="+", default=["default", "scale"])
+    args = parser.parse_args()
+    Y, likelihood = load_table(args.data)
+    warnings.simplefilter("ignore")
+    for seed in args.seeds:
+        for variant in args.variants:
+            cls = _Scaled if variant == "scale" else IBPRFLVM
+            start = time.process_time()
+            model = cls(likelihood=likelihood, n_iter=args.sweeps, random_state=seed).fit(Y)
+            cpu = time.process_time() - start
+            meaning.SUMMARY_MAX_DRAWS = 100
+            kept = model.posterior_.n_kept
+            print(f"{args.data} seed {seed} {variant}: {args.sweeps} sweeps, {kept} kept, {cpu:.0f} CPU-s")
+            for name, values in traces(model).items():
+                e = ess(values)
+                print(f"  {name:28s} mean {np.mean(values):10.3f}  ESS_bulk {e:7.1f}  "
+                      f"per 1,000 sweeps {1000 * e / args.sweeps:7.1f}  per CPU-s {e / cpu:.4f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
