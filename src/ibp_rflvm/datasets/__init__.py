@@ -2,9 +2,10 @@
 
 from .holdout import holdout_mask
 from .loaders import DATASET_NAMES, Dataset, available_datasets, cache_dir, fetch, load
-from .synthetic import cambridge_shapes, make_cambridge, make_linear_cambridge
+from .synthetic import Bumps, cambridge_shapes, make_bumps, make_cambridge, make_linear_cambridge
 
 __all__ = [
+    "Bumps",
     "DATASET_NAMES",
     "Dataset",
     "available_datasets",
@@ -13,6 +14,7 @@ __all__ = [
     "fetch",
     "holdout_mask",
     "load",
+    "make_bumps",
     "make_cambridge",
     "make_linear_cambridge",
 ]
