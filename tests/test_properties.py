@@ -293,6 +293,10 @@ def test_holdout_mask_partitions_the_observed_entries(defect, data, fraction):
         assert defect in ("inf", "text"), f"holdout_mask refused {defect}: {exc}"
         assert any(k in str(exc) for k in ("infinite", "numeric")), str(exc)
         return
+    # A DataFrame gives DataFrames with its index and columns (so a fit keeps the names).
+    if isinstance(Y, pd.DataFrame):
+        assert all(isinstance(t, pd.DataFrame) and t.columns.equals(Y.columns) for t in (train, test))
+    train, test = np.asarray(train, dtype=np.float64), np.asarray(test, dtype=np.float64)
     observed = ~np.isnan(Y_float)
     in_train, in_test = ~np.isnan(train), ~np.isnan(test)
     assert train.shape == test.shape == Y_float.shape

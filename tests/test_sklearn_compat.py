@@ -58,6 +58,7 @@ _NEEDS_FIT = {
     "embedding_": None, "embedding_dims_": None, "embedding": (2,), "embed": (np.ones((3, 4)),),
     "view": (), "view_new_rows": (np.ones((3, 4)),), "dimensions_": None, "dimension_usage_": None,
     "dimension_effects_": None, "top_columns": (), "embedding_std_": None,
+    "dimension_positions_": None, "dimension_positions_std_": None, "profile": ("d1",), "describe": (["a"],),
 }
 
 
