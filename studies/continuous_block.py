@@ -90,8 +90,14 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=1000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--variants", nargs="+", default=["default", "scale"])
+    parser.add_argument("--holdout", action="store_true", help="fit on 80%% of the entries, score the rest")
     args = parser.parse_args()
     Y, likelihood = load_table(args.data)
+    Y_test = None
+    if args.holdout:
+        from ibp_rflvm import holdout_mask
+
+        Y, Y_test = holdout_mask(Y, fraction=0.2, random_state=0)
     warnings.simplefilter("ignore")
     for seed in args.seeds:
         for variant in args.variants:
@@ -102,6 +108,8 @@ def main() -> None:
             meaning.SUMMARY_MAX_DRAWS = 100
             kept = model.posterior_.n_kept
             print(f"{args.data} seed {seed} {variant}: {args.sweeps} sweeps, {kept} kept, {cpu:.0f} CPU-s")
+            if Y_test is not None:
+                print(f"  held-out log predictive density per entry: {model.score(Y_test):.4f}")
             for name, values in traces(model).items():
                 e = ess(values)
                 print(f"  {name:28s} mean {np.mean(values):10.3f}  ESS_bulk {e:7.1f}  "

@@ -60,7 +60,8 @@ class ModelSpec:
 
     `scale_move` adds, before the mixture's step, a move of each dimension's scale along the
     direction the likelihood cannot see (``x_d -> c x_d``, ``w_d -> w_d / c``;
-    :mod:`.samplers.scale`); the numba backend only, for now.
+    :mod:`.samplers.scale`): None (the default) runs it on the numba backend, whose default
+    sweep it is part of, and not on the device, which has no scale move yet.
     """
 
     n_frequencies: int = 50
@@ -82,7 +83,7 @@ class ModelSpec:
     backend: str = "numba"
     z_prior: FeaturePrior | str | None = field(default_factory=default_prior)
     frequency_update: str = "ess"
-    scale_move: bool = False
+    scale_move: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.z_prior, str):
@@ -91,6 +92,9 @@ class ModelSpec:
             raise ValueError(f"{why}, which moves=False switches off")
         if self.backend not in ("numba", "jax"):
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
+        if self.scale_move is None:
+            # The default where it runs: the device step has no scale move yet.
+            object.__setattr__(self, "scale_move", self.backend == "numba")
         if self.scale_move and self.backend != "numba":
             raise ValueError("scale_move runs on the numba backend only (the device step has none yet)")
         if self.frequency_update not in FREQUENCY_UPDATES:

@@ -87,8 +87,10 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "sampler": ('{"default", "paper"}, default="default"', """
         ``"default"``: joint ``(z, x)`` flips, row transfers, absorb/emit moves between
         dimensions with aligned frequencies and singleton birth/death after every IBP step,
-        from a start scaled so that ``H W^T`` has variance about 2. ``"paper"``: the paper's
-        sweep and its unit-variance PCA start, kept for comparison (:doc:`/sampler`)."""),
+        a move of each dimension's scale along the direction the likelihood cannot see
+        (``backend="numba"``), from a start scaled so that ``H W^T`` has variance about 2.
+        ``"paper"``: the paper's sweep and its unit-variance PCA start, kept for comparison
+        (:doc:`/sampler`)."""),
     "frequency_update": ('{"ess", "mh"} or None, default=None', """
         How the random frequencies ``W`` (the learned kernel) move. ``"ess"``: elliptical slice
         sampling of each frequency under its mixture component, which moves every frequency

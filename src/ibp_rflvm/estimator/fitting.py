@@ -56,9 +56,9 @@ class CapReachedWarning(UserWarning):
 CAP_BINDS = 0.5
 
 
-#: ``"default"``: the scaled start and, for the IBP, the dimension moves (docs/sampler.md,
-#: section 2); ``"paper"``: the paper's sweep and its unit-variance PCA start (the reproduction's
-#: "as published" setting).
+#: ``"default"``: the scaled start, the scale move (docs/sampler.md, section 13) and, for the
+#: IBP, the dimension moves (docs/sampler.md, section 2); ``"paper"``: the paper's sweep and
+#: its unit-variance PCA start (the reproduction's "as published" setting).
 SAMPLERS = ("default", "paper")
 #: The default sampler's frequency move (``frequency_update=None``; docs/sampler.md section 12).
 DEFAULT_FREQUENCY_UPDATE = "ess"
@@ -120,6 +120,8 @@ class _RFLVMBase(
             backend=self.backend,
             z_prior=z_prior,
             frequency_update=self._frequency_update(paper),
+            # The paper's sweep has no scale move; the default sweep has it where it runs.
+            scale_move=False if paper else None,
         )
 
     def _prior_attributes(self) -> None:
