@@ -214,12 +214,18 @@ def test_scanpys_umap_and_leiden_run_on_the_written_graph(adata):
     assert adata.uns["leiden"]["params"]["n_iterations"] == 2
 
 
-def test_several_chains_write_the_best_chain_and_the_weighted_posterior(adata):
+def test_several_chains_write_the_best_chain_and_the_weighted_posterior(adata, monkeypatch):
+    from ibp_rflvm.summaries.posterior import Posterior
+
+    # Whichever chain stacking prefers, the tool must write the one best_chain names: the test
+    # makes that chain 1, so that writing chain 0 would be the wrong answer.
+    monkeypatch.setattr(Posterior, "best_chain", property(lambda self: 1))
     model = IBPRFLVM("negbinom", n_chains=2, n_jobs=1, **{**FAST, "n_iter": 8, "random_state": 3})
     ibp_rflvm(adata, model=model)
     info, post = adata.uns["ibp_rflvm"], model.posterior_
     best = model.best_chain_
-    assert best == 1 and post.weights[0] != post.weights[1]  # chain 0 would be the wrong answer
+    assert best == 1 and post.weights[0] != post.weights[1]
+    assert not np.array_equal(post.traces["loglik"][0], post.traces["loglik"][1])
     np.testing.assert_array_equal(info["k_plus"], post.traces["n_active"][best])
     np.testing.assert_array_equal(info["log_likelihood"], model.log_likelihood_)
     np.testing.assert_array_equal(adata.obsm["X_ibp_rflvm_sample"], model.latent_)

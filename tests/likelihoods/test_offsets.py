@@ -142,7 +142,10 @@ def test_size_factors_recover_clusters_that_depth_hides():
                 likelihood="negbinom", n_iter=40, n_frequencies=20, random_state=seed,
                 likelihood_params={"size_factors": sf},
             ).fit(Y)  # fmt: skip
-            correct[sf] = _knn_correct(fit.latent_, labels)
+            # The posterior embedding (every kept sample), not one sample: the gain is a few rows
+            # in a hundred, and the final sample's neighbours alone move by as much between
+            # chains (with the scale move in the sweep, 0.016 +- 0.017 over three chains).
+            correct[sf] = _knn_correct(fit.embedding_, labels)
             depth_corr[sf] = max(abs(np.corrcoef(np.log(depth), h)[0, 1]) for h in fit.latent_.T)
         # Without offsets a latent dimension is spent on depth; with them none follows depth.
         assert depth_corr[None] > 0.5 and depth_corr["total"] < 0.3, (seed, depth_corr)

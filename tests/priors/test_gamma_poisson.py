@@ -137,12 +137,14 @@ def _z_scores(means, n=10, alpha=2.0, b=1.0):
 
 @pytest.mark.parametrize("data_cols", [None, 0], ids=["factorised-moves", "gaussian-row-kernel"])
 def test_gamma_poisson_prior_check(data_cols):
-    """Eight chains from different seeds; the bound of 4.5 standard errors between chains is the
-    t distribution's (7 degrees of freedom) two-sided 0.3%."""
-    means, moved = _prior_means(data_cols, 8, 1200)
+    """Sixteen chains from different seeds; the bound of 3.54 standard errors between chains is
+    the t distribution's (15 degrees of freedom) two-sided 0.3%. (Eight chains of 1,200 sweeps
+    put seeds 0-7 at z = 3.9, 4.7, 3.2 once the scale move joined the sweep, while 24 chains
+    gave 1.1, 0.7, 0.7: the standard error between 8 chains is itself that noisy.)"""
+    means, moved = _prior_means(data_cols, 16, 700)
     assert min(moved.values()) > 500, moved  # every move ran
     z = _z_scores(means)
-    assert np.all(np.abs(z) < 4.5), z
+    assert np.all(np.abs(z) < 3.54), z
 
 
 def test_gamma_poisson_prior_check_has_power():
