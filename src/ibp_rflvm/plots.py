@@ -271,13 +271,7 @@ def effects_plot(
     pathlib.Path
         `path`.
     """
-    fig = effects_figure(effect, lower, upper, dimensions, columns, n_top, title)
-    # Laid out when drawn (constrained layout), which tight_layout would undo.
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save_constrained(effects_figure(effect, lower, upper, dimensions, columns, n_top, title), path)
 
 
 def _group_colours(labels) -> tuple[np.ndarray, list, object]:
