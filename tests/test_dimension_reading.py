@@ -178,3 +178,19 @@ def test_describe_and_profile_name_their_errors():
         column_indices(["z"], names)
     with pytest.raises(ValueError, match="n_points"):
         check_points(1)
+
+
+def test_unit_mean_reads_one_trial_and_no_offset():
+    """A profile's data scale: the probability for the binomial whatever its trials, the rate
+    without size factors for the counts, the proportions for the multinomial."""
+    from scipy.special import expit, softmax
+
+    psi = np.array([[-1.0, 0.0, 2.0]])
+    params = LikelihoodParams(beta=np.zeros((1, 3)), r=np.full(3, 2.0))
+    np.testing.assert_allclose(make_likelihood("binomial", n_trials=7).unit_mean(psi, params), expit(psi))
+    np.testing.assert_allclose(make_likelihood("bernoulli").unit_mean(psi, params), expit(psi))
+    counts = make_likelihood("poisson", size_factors="total")
+    np.testing.assert_allclose(counts.unit_mean(psi, params), np.exp(psi))
+    np.testing.assert_allclose(make_likelihood("negbinom").unit_mean(psi, params), 2.0 * np.exp(psi))
+    np.testing.assert_allclose(make_likelihood("multinomial").unit_mean(psi, params), softmax(psi, axis=1))
+    np.testing.assert_allclose(make_likelihood("gaussian").unit_mean(psi, params), psi)
