@@ -24,16 +24,14 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bench_summaries import build
+from bench_summaries import build, size_arguments
 from ibp_rflvm.summaries import dimension_summary, meaning
 from ibp_rflvm.summaries.reading import column_variation, dimension_reading, groups_table, profile_table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10_000)
-    parser.add_argument("--cols", type=int, default=2_000)
-    parser.add_argument("--kept", type=int, default=200)
+    size_arguments(parser)
     parser.add_argument("--max-draws", type=int, default=meaning.SUMMARY_MAX_DRAWS,
                         help="kept samples per chain the summaries read")  # fmt: skip
     args = parser.parse_args()

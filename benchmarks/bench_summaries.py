@@ -63,11 +63,16 @@ def build(rows: int, cols: int, kept: int, dims: int = 12, seed: int = 0) -> Pos
     return Posterior((chain,), data, spec, np.array([dims]), template.stacking, kept)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def size_arguments(parser: argparse.ArgumentParser) -> None:
+    """The built posterior's size: ``--rows``, ``--cols`` and ``--kept`` samples."""
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--cols", type=int, default=2_000)
     parser.add_argument("--kept", type=int, default=200)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    size_arguments(parser)
     parser.add_argument("--embedding-draws", type=int, default=embedding.EMBEDDING_MAX_DRAWS,
                         help="kept samples the embedding uses (its default 50 holds 2 x 50 N x J blocks: "
                              "16 GB at 10,000 x 2,000)")  # fmt: skip

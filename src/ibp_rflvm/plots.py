@@ -274,10 +274,16 @@ def effects_plot(
     return _save_constrained(effects_figure(effect, lower, upper, dimensions, columns, n_top, title), path)
 
 
+def group_codes(labels) -> tuple[np.ndarray, list[str]]:
+    """Each row's label as an index into the sorted distinct labels (read as text), and those."""
+    names, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    return codes, [str(n) for n in names]
+
+
 def _group_colours(labels) -> tuple[np.ndarray, list, object]:
     """Each row's group index, the groups' names and a categorical colour map."""
-    names, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
-    return codes, list(names), plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    codes, names = group_codes(labels)
+    return codes, names, plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
 
 
 def panels_note(shown: int, total: int) -> str:

@@ -262,7 +262,7 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
     """Every output file of a fit (`title` names the model, `source` the data); the lines to
     print about which chain each comes from, the summary table and the names of the files
     written, in order."""
-    from ..plots import k_plus_plot, latent_heatmaps
+    from ..plots import group_codes, k_plus_plot, latent_heatmaps
     from ..summaries.counts import KPlusStuckWarning, k_plus_stuck
     from ..summaries.diagnostics import summary as diagnostics_summary
     from ..summaries.diagnostics import to_inference_data
@@ -296,7 +296,7 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
     which = f"chain {best}"
     if n_chains > 1:
         which += f" of {n_chains}, stacking weight {weights[best]:.2f}, the largest"
-    codes, names = (None, None) if table.labels is None else _label_codes(table.labels)
+    codes, names = (None, None) if table.labels is None else group_codes(table.labels)
     latent_heatmaps([latent], [f"{title}\n{which}:\nfinal sample, {dims} = {k_final[best]}"], codes,
                     out / "latent_space.png", label_names=names, suptitle=source,
                     embeddings=[picture])  # fmt: skip
@@ -339,12 +339,6 @@ def write_results(model: IBPRFLVM | RFLVM, table: Table, out: Path, title: str, 
     written += ["latent_space.png", "k_plus_trace.png"]
     more_lines, more_files = write_dimensions(model, table, out, picture)
     return lines + more_lines, summary, written + more_files
-
-
-def _label_codes(labels) -> tuple[np.ndarray, list[str]]:
-    """Each row's label as an index into the sorted distinct labels, and those labels."""
-    names, codes = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
-    return codes, [str(n) for n in names]
 
 
 def write_dimensions(

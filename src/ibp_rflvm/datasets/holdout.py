@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..plumbing.sparse import check_missing_mask, is_sparse
-from ..plumbing.validation import as_data_matrix, check_random_state
+from ..plumbing.validation import as_data_matrix, check_random_state, is_frame
 
 
 class HoldoutMasks(NamedTuple):
@@ -81,7 +81,7 @@ def holdout_mask(
     """
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must be in (0, 1); got {fraction}")
-    frame = Y if _is_frame(Y) else None  # its index and columns go on the two tables
+    frame = Y if is_frame(Y) else None  # its index and columns go on the two tables
     if is_sparse(Y):
         if not return_mask:
             raise ValueError(
@@ -131,8 +131,3 @@ def holdout_mask(
         like = {"index": frame.index, "columns": frame.columns}
         return pd.DataFrame(Y_train, **like), pd.DataFrame(Y_heldout, **like)
     return Y_train, Y_heldout
-
-
-def _is_frame(Y) -> bool:
-    """Whether `Y` is a pandas DataFrame (without importing pandas)."""
-    return type(Y).__module__.startswith("pandas") and hasattr(Y, "columns") and hasattr(Y, "index")

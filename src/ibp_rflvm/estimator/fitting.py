@@ -15,7 +15,6 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
@@ -31,6 +30,7 @@ from ..plumbing.validation import (
     check_positive,
     check_random_state,
     frame_labels,
+    is_frame,
     resolve_burn_in,
     warn_if_unscaled,
 )
@@ -286,7 +286,7 @@ class _RFLVMBase(
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         # The rows' names, for the summaries indexed by row (dimension_positions_, ...).
-        self._row_index = Y.index.copy() if isinstance(getattr(Y, "index", None), pd.Index) else None
+        self._row_index = Y.index.copy() if is_frame(Y) else None
         if len(results) > 1:
             self._warn_if_chains_disagree(burn)
         self._warn_if_cap_binds(burn)

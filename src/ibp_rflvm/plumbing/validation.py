@@ -56,7 +56,7 @@ def frame_labels(Y) -> Iterator[None]:
     values under ``bernoulli``, negative counts) say ``column 'proline'`` where the user passed a
     DataFrame.
     """
-    if not _is_frame(Y):
+    if not is_frame(Y):
         yield
         return
     token = _LABELS.set(_Labels(_names(Y.index), _names(Y.columns), 0))
@@ -66,7 +66,8 @@ def frame_labels(Y) -> Iterator[None]:
         _LABELS.reset(token)
 
 
-def _is_frame(Y) -> bool:
+def is_frame(Y) -> bool:
+    """Whether `Y` is a pandas DataFrame (without importing pandas)."""
     return type(Y).__module__.startswith("pandas") and hasattr(Y, "index") and hasattr(Y, "columns")
 
 

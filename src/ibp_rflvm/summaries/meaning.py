@@ -96,11 +96,6 @@ class DimensionSummary:
     n_aligned: int
     ids: np.ndarray
 
-    def top(self, n: int) -> np.ndarray:
-        """``n_dims x n`` column indices, largest absolute effect first."""
-        n = min(int(n), self.effect.shape[1])
-        return np.argsort(-np.abs(self.effect), axis=1, kind="stable")[:, :n]
-
 
 def dimension_summary(
     posterior: Posterior,
