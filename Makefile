@@ -63,6 +63,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(DATA_ENV) $(BIN)/python benchmarks/bench_sweep.py
 	$(DATA_ENV) $(BIN)/python benchmarks/bench_moves.py
+	$(DATA_ENV) OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/bench_ess.py cancer --sweeps 600
 
 clean:
 	rm -rf $(VENV) .pytest_cache build dist src/*.egg-info docs/_build docs/_generated docs/api

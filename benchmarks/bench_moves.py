@@ -8,7 +8,8 @@ estimator's cap of 50 dimensions, so ``K+`` is what the default sampler reaches 
 that one state, the paper's sweep (its frequency step included), the default sweep, the default
 sweep with the paper's frequency step instead of elliptical slice sampling
 (``frequency_update="mh"``), and the default sweep with every aligned pair visited by the pair
-moves (``pairs_per_dim=None``, no budget) are then each timed `--reps` times (each repetition
+moves (``pairs_per_dim=None``, no budget) and the default sweep without the scale move
+(``scale_move=False``, the default before issue 64) are then each timed `--reps` times (each repetition
 restarts from the same state with its own generator), so all are
 measured at the same ``K+``. The default sweep's info gives the wall seconds of the flips, of
 the row transfers, of absorb/emit and of the singleton births and deaths. BLAS is limited to
@@ -39,16 +40,18 @@ def bench(name: str, warm: int, reps: int, init_dims: int = 12) -> dict:
     paper = replace(spec, moves=False, frequency_update="mh")
     mh = replace(spec, frequency_update="mh")
     every_pair = replace(spec, pairs_per_dim=None)
+    no_scale = replace(spec, scale_move=False)
     rng = np.random.default_rng(0)
     with threadpool_limits(limits=1, user_api="blas"):
         state = model.init_state(rng, data, spec)
         for _ in range(warm):
             state, _ = model.sweep(rng, state, data, spec)
         model.sweep(np.random.default_rng(0), state, data, paper)  # compile both paths
-        times = {"paper": [], "default": [], "default mh": [], "every pair": [], "flips": [], "transfers": [],
-                 "absorbs": [], "singletons": []}  # fmt: skip
+        times = {"paper": [], "default": [], "default mh": [], "every pair": [], "no scale": [], "flips": [],
+                 "transfers": [], "absorbs": [], "singletons": []}  # fmt: skip
         for r in range(reps):
-            cases = (("paper", paper), ("default", spec), ("default mh", mh), ("every pair", every_pair))
+            cases = (("paper", paper), ("default", spec), ("default mh", mh), ("every pair", every_pair),
+                     ("no scale", no_scale))  # fmt: skip
             for label, sp in cases:
                 t0 = time.perf_counter()
                 _, info = model.sweep(np.random.default_rng(r + 1), state, data, sp)
@@ -75,13 +78,13 @@ def main() -> None:
     warm = warm if args.warm is None else args.warm
     print(f"{'data':<10} {'likelihood':<9} {'K+':>3} {'paper s':>8} {'default s':>9} {'ratio':>6} "
           f"{'flips':>6} {'transf':>6} {'absorb':>6} {'single':>6} {'every pair s':>12} "
-          f"{'default, mh s':>13}")  # fmt: skip
+          f"{'default, mh s':>13} {'no scale s':>10}")  # fmt: skip
     for name in args.datasets:
         r = bench(name, warm, reps)
         print(f"{name:<10} {r['likelihood']:<9} {r['k_plus']:>3} {r['paper']:>8.3f} {r['default']:>9.3f} "
               f"{r['default'] / r['paper']:>6.2f} {r['flips']:>6.3f} {r['transfers']:>6.3f} "
               f"{r['absorbs']:>6.3f} {r['singletons']:>6.3f} {r['every pair']:>12.3f} "
-              f"{r['default mh']:>13.3f}",
+              f"{r['default mh']:>13.3f} {r['no scale']:>10.3f}",
               flush=True)  # fmt: skip
 
 

@@ -1,20 +1,20 @@
 """Effective samples of what users read, per 1,000 sweeps and per CPU-second (issue 64, item 1),
-for the sweep without (``none``) and with (``scale``) the scale move
-(:mod:`ibp_rflvm.samplers.scale`; ``default`` is the estimator's own, which has it since issue 64).
+for the sweep without (``none``: the default before issue 64) and with (``scale``) the scale move
+(:mod:`ibp_rflvm.samplers.scale`; ``default`` is the estimator's own, which has it).
 
-One chain per variant and seed, in this process (so ``time.process_time`` is its CPU time). From
-every kept sample: the training log-likelihood, ``K+``, the frequencies' scale (RMS of ``W``), the
-latent scale (RMS of the non-zero ``H``), each matched dimension's own two scales (the dimensions
-of ``dimensions_``, each sample's column oriented alike; the samples that have it) and the
-median of the pairwise latent distances ``summary()`` tracks. ESS is ArviZ's ``ess_bulk``.
+One chain per variant and seed, one after another in this process (so ``time.process_time`` is
+each fit's CPU time and the variants share the machine's state). From every kept sample: the
+training log-likelihood, ``K+``, the frequencies' scale (RMS of ``W``), the latent scale (RMS of
+the non-zero ``H``), the first three matched dimensions' own two scales (the dimensions of
+``dimensions_``, each sample's column oriented alike; the samples that have it) and the median
+of the pairwise latent distances ``summary()`` tracks. ESS is ArviZ's ``ess_bulk``.
 
-Run::
+Run by ``make bench`` (breast cancer, 600 sweeps), or::
 
-    OPENBLAS_NUM_THREADS=1 .venv/bin/python studies/continuous_block.py cancer --sweeps 1000
-    IBP_RFLVM_DATA=../shared/datasets ... studies/continuous_block.py congress --sweeps 1000
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ess.py cancer --sweeps 1000
+    IBP_RFLVM_DATA=../shared/datasets ... benchmarks/bench_ess.py congress --sweeps 300 --holdout
 
-A one-off study (``studies/``, not maintained): its results and commands are in
-docs/record/sampler.md.
+Results and the command: BENCHMARKS.md and docs/record/sampler.md, section 13.
 """
 
 from __future__ import annotations
