@@ -47,7 +47,18 @@ class _Unscaled(IBPRFLVM):
         return replace(super()._spec(), scale_move=False)
 
 
-VARIANTS = {"none": _Unscaled, "scale": _Scaled, "default": IBPRFLVM}
+#: The HMC variant's leapfrog steps and step sizes (``--hmc``).
+HMC = {"hmc_leapfrog": 10, "hmc_steps": (0.03, 0.01)}
+
+
+class _Hmc(IBPRFLVM):
+    """The default sweep with the continuous block's HMC move (:mod:`ibp_rflvm.samplers.hmc`)."""
+
+    def _spec(self):
+        return replace(super()._spec(), **HMC)
+
+
+VARIANTS = {"none": _Unscaled, "scale": _Scaled, "default": IBPRFLVM, "hmc": _Hmc}
 
 
 def load_table(name: str) -> tuple[np.ndarray, str]:
@@ -102,7 +113,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--variants", nargs="+", default=["none", "scale"], choices=sorted(VARIANTS))
     parser.add_argument("--holdout", action="store_true", help="fit on 80%% of the entries, score the rest")
+    parser.add_argument(
+        "--hmc", nargs=3, type=float, metavar=("LEAPFROG", "STEP_X", "STEP_W"),
+        help="the hmc variant's leapfrog steps and step sizes (default 10 0.03 0.01)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.hmc:
+        HMC.update(hmc_leapfrog=int(args.hmc[0]), hmc_steps=(args.hmc[1], args.hmc[2]))
     Y, likelihood = load_table(args.data)
     Y_test = None
     if args.holdout:

@@ -17,7 +17,7 @@ from scipy import special, stats
 from ibp_rflvm import model
 from ibp_rflvm.priors import GammaPoisson, IndianBuffet
 from ibp_rflvm.priors.gamma_poisson import count_log_ratio, count_prior_ratio, propose_walk, walk_log_q_ratio
-from ibp_rflvm.samplers import ibp, z_prior
+from ibp_rflvm.samplers import hmc, ibp, z_prior
 from ibp_rflvm.summaries.diagnostics import batch_mean_se
 
 from .samplers.test_ibp import capped_prior_moments
@@ -107,7 +107,10 @@ def test_gaussian_sweep_gets_it_right(ibp_on, max_dims, pairs_per_dim):
     # pairs_per_dim=0.01: the pair moves visit one aligned pair per sweep, a random one of the
     # several that M = 3 frequencies usually give, so the subset draw is part of the test.
     spec = model.ModelSpec(
-        n_frequencies=M, z_prior=IndianBuffet() if ibp_on else None, n_dims=2, alpha_prior=(2.0, 2.0),
+        n_frequencies=M,
+        z_prior=IndianBuffet() if ibp_on else None,
+        n_dims=2,
+        alpha_prior=(2.0, 2.0),
         max_dims=max_dims,
         pairs_per_dim=pairs_per_dim,
     )
@@ -156,6 +159,32 @@ def test_gaussian_sweep_gets_it_right_with_the_scale_move():
     _assert_prior_moments(spec, draws)
 
 
+#: Four leapfrog steps of 0.5: the move accepts about half its trajectories on this model.
+HMC_SETTINGS = {"hmc_leapfrog": 4, "hmc_steps": (0.5, 0.5)}
+
+
+@pytest.mark.slow
+def test_gaussian_sweep_gets_it_right_with_the_hmc_move():
+    """The default sweep with the continuous block's HMC move (:mod:`ibp_rflvm.samplers.hmc`)
+    after the frequencies' move: ``X`` (``x2``), the frequencies (``w_in``) and everything
+    downstream keep their prior."""
+    spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), **HMC_SETTINGS)
+    draws = _successive_conditional(spec, 8000)
+    _assert_prior_moments(spec, draws)
+
+
+@pytest.mark.slow
+def test_hmc_joint_test_has_power(monkeypatch):
+    """An HMC ratio that leaves out the kinetic energies (the classic slip: the trajectory
+    is right, the acceptance compares potential energies only) must be seen beyond 6 standard
+    errors on ``x2`` or ``w_in`` (the test's bound is 4)."""
+    monkeypatch.setattr(hmc, "_kinetic", lambda r_x, r_w: 0.0)
+    spec = model.ModelSpec(n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), **HMC_SETTINGS)
+    draws = _successive_conditional(spec, 8000)
+    z = [abs(batch_mean_se(draws[name])[0]) / batch_mean_se(draws[name])[1] for name in ("x2", "w_in")]
+    assert max(z) > 6.0, z
+
+
 @z_prior.hyper_class
 class _NoWalkHyper(NamedTuple):
     rate: float
@@ -190,4 +219,3 @@ def test_gamma_poisson_joint_test_has_power():
         mean, se = batch_mean_se(draws[name])
         z.append((mean - expected[name]) / se)
     assert max(z) > 6.0, z
-

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .plumbing import blocks
-from .samplers import absorb, dimension_moves, dp_mixture, scale, transfer
+from .samplers import absorb, dimension_moves, dp_mixture, hmc, scale, transfer
 from .state import ChainState, Data, ModelSpec, MoveCounts, MoveSeconds, SweepInfo
 from .targets import Target, View, Work, make_target
 
@@ -80,7 +80,6 @@ def build_sweep(spec: ModelSpec, target: Target) -> SweepKernel:
     # A target that holds the whole sweep as one compiled device step (the JAX backend) runs it.
     own_step = getattr(target, "step", None)
     if own_step is not None:
-
         return SweepKernel(init, own_step, target.run)
 
     def step(rng: np.random.Generator, state: ChainState) -> tuple[ChainState, SweepInfo]:
@@ -226,6 +225,9 @@ def _step(
     x_evals = int(view.update_x(rng, w))
     w_accepted, w_moved = (int(v) for v in view.update_w(rng, w))
     moves = moves._replace(x_evals=x_evals, w_accepted=w_accepted, w_moved=w_moved)
+    if spec.hmc_leapfrog:
+        grad = view.value_and_grad(w)
+        hmc.hmc_block(rng, w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma, grad, *spec.hmc_steps, spec.hmc_leapfrog)
     if spec.scale_move:
         # With the components integrated out: the mixture's step below draws them afresh.
         scale.scale_moves(rng, w.X, w.Z, w.W, w.zeta, spec.lam0)

@@ -84,6 +84,8 @@ class ModelSpec:
     z_prior: FeaturePrior | str | None = field(default_factory=default_prior)
     frequency_update: str = "ess"
     scale_move: bool | None = None
+    hmc_leapfrog: int = 0
+    hmc_steps: tuple[float, float] = (0.01, 0.01)
 
     def __post_init__(self) -> None:
         if isinstance(self.z_prior, str):
@@ -97,6 +99,9 @@ class ModelSpec:
             object.__setattr__(self, "scale_move", self.backend == "numba")
         if self.scale_move and self.backend != "numba":
             raise ValueError("scale_move runs on the numba backend only (the device step has none yet)")
+        gaussian = isinstance(self.likelihood, GaussianLikelihood)
+        if self.hmc_leapfrog and (self.backend != "numba" or not gaussian):
+            raise ValueError("hmc_leapfrog needs the collapsed Gaussian likelihood on the numba backend")
         if self.frequency_update not in FREQUENCY_UPDATES:
             raise ValueError(
                 f"frequency_update must be one of {FREQUENCY_UPDATES}; got {self.frequency_update!r}"

@@ -112,7 +112,7 @@ def settings_description(spec: ModelSpec) -> dict:
 
 #: Model settings added after checkpoints were first written, with the value under which a
 #: chain runs as it did before them (the one-parameter IBP).
-_LATER_SETTINGS = {"backend": "numba", "frequency_update": "mh", "scale_move": False}
+_LATER_SETTINGS = {"backend": "numba", "frequency_update": "mh", "scale_move": False, "hmc_leapfrog": 0}
 #: Settings since removed, with the value under which a chain ran as it does now: a checkpoint
 #: that holds that value belongs to today's model.
 #: (``frequency_update`` was retired and came back: a checkpoint that lacks it ran ``"mh"``.)

@@ -22,6 +22,7 @@ from ..samplers.ess import ess_rows
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
 from .collapsed_frequencies import ess_frequencies_collapsed, mh_frequencies
+from .collapsed_gradient import collapsed_value_and_grad
 from .row_cache import (
     Cache,
     RowCache,
@@ -180,6 +181,11 @@ class CollapsedView:
             return (w.W.shape[0] if w.W.shape[1] else 0), moved
         accepted, _ = mh_frequencies(*args)
         return accepted, accepted
+
+    def value_and_grad(self, w: Work):
+        """``f(H, W) -> (log L, dL/dH, dL/dW)`` of the completed data (:mod:`.collapsed_gradient`)."""
+        Y, prior, bias = w.Y, self.t.prior, self.t.bias
+        return lambda H, W: collapsed_value_and_grad(H, W, Y, prior, bias)
 
     def finish(self, rng, w: Work, params: LikelihoodParams) -> tuple[np.ndarray, LikelihoodParams, float]:
         Phi = feature_map(w.X * w.Z, w.W, self.t.bias)
