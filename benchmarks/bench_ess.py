@@ -48,14 +48,14 @@ class _Unscaled(IBPRFLVM):
 
 
 #: The HMC variant's leapfrog steps and step sizes (``--hmc``).
-HMC = {"hmc_leapfrog": 10, "hmc_steps": (0.03, 0.01)}
+HMC = {"hmc_leapfrog": 10, "hmc_steps": (0.03, 0.01)}  # adapted over the burn-in
 
 
 class _Hmc(IBPRFLVM):
     """The default sweep with the continuous block's HMC move (:mod:`ibp_rflvm.samplers.hmc`)."""
 
     def _spec(self):
-        return replace(super()._spec(), **HMC)
+        return replace(super()._spec(), **HMC, hmc_adapt_sweeps=self._burn_in())
 
 
 VARIANTS = {"none": _Unscaled, "scale": _Scaled, "default": IBPRFLVM, "hmc": _Hmc}

@@ -226,8 +226,13 @@ def _step(
     w_accepted, w_moved = (int(v) for v in view.update_w(rng, w))
     moves = moves._replace(x_evals=x_evals, w_accepted=w_accepted, w_moved=w_moved)
     if spec.hmc_leapfrog:
+        factor = w.tuning.get("hmc_step_factor", 1.0)
+        steps = [factor * s for s in spec.hmc_steps]
         grad = view.value_and_grad(w)
-        hmc.hmc_block(rng, w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma, grad, *spec.hmc_steps, spec.hmc_leapfrog)
+        _, log_r = hmc.hmc_block(rng, w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma, grad, *steps, spec.hmc_leapfrog)
+        if state.sweep < spec.hmc_adapt_sweeps:
+            # Warm-up only: the kept sweeps run one fixed kernel.
+            w.tuning = {**w.tuning, "hmc_step_factor": hmc.adapt_factor(factor, log_r, state.sweep)}
     if spec.scale_move:
         # With the components integrated out: the mixture's step below draws them afresh.
         scale.scale_moves(rng, w.X, w.Z, w.W, w.zeta, spec.lam0)

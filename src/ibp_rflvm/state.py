@@ -85,7 +85,8 @@ class ModelSpec:
     frequency_update: str = "ess"
     scale_move: bool | None = None
     hmc_leapfrog: int = 0
-    hmc_steps: tuple[float, float] = (0.01, 0.01)
+    hmc_steps: tuple[float, float] = (0.03, 0.01)
+    hmc_adapt_sweeps: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.z_prior, str):
@@ -161,7 +162,8 @@ class ChainState:
     ``beta`` always, the weights; ``sigma2`` for the Gaussian, ``r`` for the negative
     binomial). ``z_state`` holds the prior on ``Z``'s own chain variables by name
     (:meth:`ibp_rflvm.priors.FeaturePrior.start_state`; the IBP's ``ibp_beta``), empty for a
-    prior without any and for the dense model.
+    prior without any and for the dense model. ``tuning`` holds what the sampler's warm-up
+    learned (the HMC move's step factor), fixed once it ends.
     ``Y`` is the completed data (observed entries plus imputations) for the collapsed
     Gaussian, and ``None`` for the other likelihoods, whose unobserved entries are simply left
     out of every sum.
@@ -181,6 +183,7 @@ class ChainState:
     loglik: float
     sweep: int = 0
     z_state: dict = field(default_factory=dict)
+    tuning: dict = field(default_factory=dict)
 
     @property
     def H(self) -> np.ndarray:

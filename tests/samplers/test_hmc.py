@@ -134,3 +134,28 @@ def test_only_used_coordinates_move_and_a_rejection_changes_nothing():
     assert not accepted
     np.testing.assert_array_equal(X, X1)
     np.testing.assert_array_equal(W, W1)
+
+
+def test_the_warm_up_steers_the_step_towards_the_target_acceptance():
+    # Accepting everything grows the factor, rejecting everything shrinks it, and the gains shrink.
+    assert hmc.adapt_factor(1.0, 0.0, 0) > 1.0 > hmc.adapt_factor(1.0, -50.0, 0)
+    assert hmc.adapt_factor(1.0, float("nan"), 0) < 1.0
+    early = hmc.adapt_factor(1.0, 0.0, 0)
+    late = hmc.adapt_factor(1.0, 0.0, 999)
+    assert 1.0 < late < early
+    # On the toy, a factor adapted from far too large a step ends where the move accepts
+    # TARGET_ACCEPTANCE of its trajectories (within the binomial error of 400 moves).
+    rng = np.random.default_rng(5)
+    Z = np.ones((N, K), dtype=np.int8)
+    c_x, c_w = rng.standard_normal((N, K)), rng.standard_normal((M, K))
+    zeta, mu, Sigma = np.zeros(M, dtype=np.int64), np.zeros((1, K)), np.eye(K)[None]
+    X, W = rng.standard_normal((N, K)), rng.standard_normal((M, K))
+    f, factor = _toy(c_x, c_w), 8.0
+    for sweep in range(1500):
+        _, log_r = hmc.hmc_block(rng, X, Z, W, zeta, mu, Sigma, f, 0.3 * factor, 0.3 * factor, 4)
+        factor = hmc.adapt_factor(factor, log_r, sweep)
+    accepted = [
+        hmc.hmc_block(rng, X, Z, W, zeta, mu, Sigma, f, 0.3 * factor, 0.3 * factor, 4)[0] for _ in range(400)
+    ]
+    se = np.sqrt(hmc.TARGET_ACCEPTANCE * (1 - hmc.TARGET_ACCEPTANCE) / 400)
+    assert abs(np.mean(accepted) - hmc.TARGET_ACCEPTANCE) < 4 * se + 0.05, (np.mean(accepted), factor)

@@ -51,6 +51,19 @@ def _prior_and_grad(x_on, W, zeta, mu, precision) -> tuple[float, np.ndarray, np
     return value, -x_on, -pw
 
 
+#: The acceptance rate the warm-up steers the step factor towards (Beskos et al. 2013: 0.651 is
+#: optimal as the dimension grows; a little above it pays for the few leapfrog steps).
+TARGET_ACCEPTANCE = 0.7
+
+
+def adapt_factor(factor: float, log_r: float, sweep: int) -> float:
+    """The step factor after one warm-up move: a Robbins-Monro step on its logarithm towards
+    :data:`TARGET_ACCEPTANCE`, with gains ``(sweep + 1)^-0.6`` that shrink so the factor settles
+    (a rejected non-finite trajectory counts as acceptance 0)."""
+    accept = math.exp(min(0.0, log_r)) if math.isfinite(log_r) else 0.0
+    return factor * math.exp((sweep + 1.0) ** -0.6 * (accept - TARGET_ACCEPTANCE))
+
+
 def _kinetic(r_x: np.ndarray, r_w: np.ndarray) -> float:
     return 0.5 * (float(np.dot(r_x, r_x)) + float(np.sum(r_w * r_w)))
 
@@ -123,7 +136,10 @@ def hmc_block(
     for step in range(n_leapfrog):
         x = x + ex * r_x
         w = w + ew * r_w
-        logp, gx, gw = energy_parts(x, w)
+        try:
+            logp, gx, gw = energy_parts(x, w)
+        except FloatingPointError:  # the likelihood's factorisation met a non-finite point
+            return False, -math.inf
         if not math.isfinite(logp):
             return False, -math.inf
         half = 0.5 if step == n_leapfrog - 1 else 1.0
@@ -138,4 +154,4 @@ def hmc_block(
     return True, log_r
 
 
-__all__ = ["ValueAndGrad", "hmc_block"]
+__all__ = ["TARGET_ACCEPTANCE", "ValueAndGrad", "adapt_factor", "hmc_block"]
