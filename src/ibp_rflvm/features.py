@@ -30,6 +30,18 @@ def n_features(n_frequencies: int, bias: bool) -> int:
     return 2 * n_frequencies + (1 if bias else 0)
 
 
+def feature_map_gradient(
+    H: np.ndarray, W: np.ndarray, d_phi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """A function's gradients in `H` and `W` from its gradient `d_phi` in :func:`feature_map`'s
+    ``Phi`` (a bias column's entry is ignored): with ``U = H W^T``,
+    ``d/dU = (-d_cos * sin U + d_sin * cos U) / sqrt(M)``, ``d/dH = d/dU W``, ``d/dW = d/dU^T H``."""
+    M = W.shape[0]
+    U = H @ W.T
+    d_u = (np.cos(U) * d_phi[:, M : 2 * M] - np.sin(U) * d_phi[:, :M]) / np.sqrt(M)
+    return d_u @ W, d_u.T @ H
+
+
 def frequency_columns(H: np.ndarray, w: np.ndarray, n_frequencies: int) -> np.ndarray:
     """The two feature columns (cos, sin) of one frequency `w` for all rows, ``N x 2``."""
     proj = H @ w

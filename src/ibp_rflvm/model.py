@@ -229,7 +229,10 @@ def _step(
         factor = w.tuning.get("hmc_step_factor", 1.0)
         steps = [factor * s for s in spec.hmc_steps]
         grad = view.value_and_grad(w)
-        _, log_r = hmc.hmc_block(rng, w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma, grad, *steps, spec.hmc_leapfrog)
+        block = (w.X, w.Z, w.W, w.zeta, w.mu, w.Sigma)
+        accepted, log_r = hmc.hmc_block(rng, *block, grad, *steps, spec.hmc_leapfrog)
+        if accepted:
+            view.moved(w)
         if state.sweep < spec.hmc_adapt_sweeps:
             # Warm-up only: the kept sweeps run one fixed kernel.
             w.tuning = {**w.tuning, "hmc_step_factor": hmc.adapt_factor(factor, log_r, state.sweep)}

@@ -100,9 +100,11 @@ class ModelSpec:
             object.__setattr__(self, "scale_move", self.backend == "numba")
         if self.scale_move and self.backend != "numba":
             raise ValueError("scale_move runs on the numba backend only (the device step has none yet)")
-        gaussian = isinstance(self.likelihood, GaussianLikelihood)
-        if self.hmc_leapfrog and (self.backend != "numba" or not gaussian):
-            raise ValueError("hmc_leapfrog needs the collapsed Gaussian likelihood on the numba backend")
+        if self.hmc_leapfrog and not (self.backend == "numba" and self.has_gradient):
+            raise ValueError(
+                "hmc_leapfrog needs the numba backend and a likelihood with a gradient in its linear "
+                f"predictor; {type(self.likelihood).__name__} on {self.backend!r} has none"
+            )
         if self.frequency_update not in FREQUENCY_UPDATES:
             raise ValueError(
                 f"frequency_update must be one of {FREQUENCY_UPDATES}; got {self.frequency_update!r}"
@@ -124,6 +126,13 @@ class ModelSpec:
     def pair_budget(self, n_dims: int) -> int | None:
         """Aligned pairs each pair move may visit per sweep with `n_dims` active dimensions."""
         return None if self.pairs_per_dim is None else max(1, math.ceil(self.pairs_per_dim * n_dims))
+
+    @property
+    def has_gradient(self) -> bool:
+        """Whether the likelihood gives the gradient the HMC move follows (the collapsed Gaussian's
+        marginal, or a factorising likelihood's derivatives in its linear predictor)."""
+        lik = self.likelihood
+        return isinstance(lik, GaussianLikelihood) or bool(getattr(lik, "has_psi_derivatives", False))
 
     @property
     def gaussian_prior(self) -> GaussianPrior:

@@ -75,7 +75,8 @@ CASES = {
     "binomial+many": ({"n_trials": MANY_TRIALS, "prior_scale": SCALE}, _draw_binomial_many),
     "multinomial": ({"prior_scale": SCALE}, _draw_multinomial),
     "negbinom+offset": (
-        {"e0": E0, "f0": F0, "prior_scale": SCALE, "size_factors": SIZE_FACTORS}, _draw_negbinom
+        {"e0": E0, "f0": F0, "prior_scale": SCALE, "size_factors": SIZE_FACTORS},
+        _draw_negbinom,
     ),
     "poisson+offset": ({"prior_scale": SCALE, "size_factors": SIZE_FACTORS}, _draw_poisson),
 }
@@ -86,16 +87,31 @@ def _z_prior(name, beta_prior):
 
 
 def _successive_conditional(
-    name, ibp_on, n_sweeps, seed=0, burn=300, max_dims=None, beta_prior=None, backend="numba",
+    name,
+    ibp_on,
+    n_sweeps,
+    seed=0,
+    burn=300,
+    max_dims=None,
+    beta_prior=None,
+    backend="numba",
     z_prior="ibp",
+    **settings,
 ):
     hyper, draw = CASES[name]
     name = name.split("+")[0]
     lik = make_likelihood(name, **hyper)
     offset = np.log(hyper["size_factors"])[:, None] if "size_factors" in hyper else 0.0
     spec = model.ModelSpec(
-        n_frequencies=M, n_dims=2, alpha_prior=(2.0, 2.0), bias=True, likelihood=lik,
-        max_dims=max_dims, backend=backend, z_prior=_z_prior(z_prior, beta_prior) if ibp_on else None,
+        n_frequencies=M,
+        n_dims=2,
+        alpha_prior=(2.0, 2.0),
+        bias=True,
+        likelihood=lik,
+        max_dims=max_dims,
+        backend=backend,
+        z_prior=_z_prior(z_prior, beta_prior) if ibp_on else None,
+        **settings,
     )
     rng = np.random.default_rng(seed)
     observed = np.ones((N, J), dtype=bool)
@@ -212,17 +228,32 @@ def test_count_sweep_gets_it_right_with_beta_learned(name, n_sweeps):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["negbinom", "poisson+offset", "bernoulli"])
+def test_count_sweep_gets_it_right_with_the_hmc_move(name):
+    """The continuous block's HMC move given the weights (:mod:`ibp_rflvm.samplers.hmc`), its
+    gradient from each likelihood's derivatives in the linear predictor (offsets included)."""
+    _run_and_check(name, True, 4000, hmc_leapfrog=4, hmc_steps=(0.3, 0.3))
+
+
+@pytest.mark.slow
 def test_count_sweep_gets_it_right_under_gamma_poisson():
     """The negative binomial sweep with the gamma-Poisson prior on ``Z`` (counts in ``Z``)."""
     _run_and_check("negbinom", True, 4000, z_prior="gamma-poisson")
 
 
 def _run_and_check(
-    name, ibp_on, n_sweeps, max_dims=None, beta_prior=None, backend="numba", seed=0, z_prior="ibp"
+    name, ibp_on, n_sweeps, max_dims=None, beta_prior=None, backend="numba", seed=0, z_prior="ibp", **settings
 ):
     draws = _successive_conditional(
-        name, ibp_on, n_sweeps, seed=seed, max_dims=max_dims, beta_prior=beta_prior, backend=backend,
+        name,
+        ibp_on,
+        n_sweeps,
+        seed=seed,
+        max_dims=max_dims,
+        beta_prior=beta_prior,
+        backend=backend,
         z_prior=z_prior,
+        **settings,
     )
     if ibp_on:  # the default sweep's dimension moves must have run for the test to cover them
         assert draws["births"].sum() > 300 and draws["flips"].sum() > 300

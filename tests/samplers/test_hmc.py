@@ -1,5 +1,5 @@
 """The continuous block's HMC move (:mod:`ibp_rflvm.samplers.hmc`) and the collapsed Gaussian's
-gradient it follows (:mod:`ibp_rflvm.targets.collapsed_gradient`).
+gradient it follows (:mod:`ibp_rflvm.targets.gradients`).
 
 The move is checked for invariance where the target is known exactly: a Gaussian likelihood of
 ``H`` and ``W`` times the priors gives a Gaussian posterior, each replicate starts from an
@@ -13,7 +13,7 @@ from ibp_rflvm.features import feature_map
 from ibp_rflvm.likelihoods.gaussian import GaussianPrior
 from ibp_rflvm.samplers import hmc
 from ibp_rflvm.targets.collapsed import loglik_direct
-from ibp_rflvm.targets.collapsed_gradient import collapsed_value_and_grad
+from ibp_rflvm.targets.gradients import collapsed_value_and_grad, factorised_value_and_grad
 
 N, K, M = 6, 2, 4
 TAU_X, TAU_W = 3.0, 2.0  # the toy likelihood's precisions of H and W
@@ -21,7 +21,7 @@ REPLICATES = 3000
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_collapsed_gradient_matches_central_differences(bias):
+def test_gradients_matches_central_differences(bias):
     rng = np.random.default_rng(0)
     H, W, Y = rng.standard_normal((9, 3)), rng.standard_normal((5, 3)), rng.standard_normal((9, 4))
     prior = GaussianPrior(1.5, 0.7)
@@ -159,3 +159,30 @@ def test_the_warm_up_steers_the_step_towards_the_target_acceptance():
     ]
     se = np.sqrt(hmc.TARGET_ACCEPTANCE * (1 - hmc.TARGET_ACCEPTANCE) / 400)
     assert abs(np.mean(accepted) - hmc.TARGET_ACCEPTANCE) < 4 * se + 0.05, (np.mean(accepted), factor)
+
+
+@pytest.mark.parametrize("name", ["negbinom", "poisson", "binomial"])
+def test_factorised_gradient_matches_central_differences(name):
+    from ibp_rflvm.likelihoods import make_likelihood
+
+    rng = np.random.default_rng(1)
+    H, W = rng.standard_normal((7, 2)), rng.standard_normal((4, 2))
+    Y = rng.poisson(2.0, (7, 3)).astype(float)
+    Y[1, 2] = np.nan  # an unobserved entry adds nothing, to the value or the gradient
+    lik = make_likelihood(name, **({"n_trials": 6} if name == "binomial" else {}))
+    if name == "binomial":
+        Y = np.minimum(Y, 6.0)
+    prep = lik.prepare(Y)
+    params = lik.init_params(rng, feature_map(H, W, True), prep)
+    beta = rng.standard_normal(params.beta.shape) * 0.5
+    f = lambda H_, W_: factorised_value_and_grad(H_, W_, beta, lik, params, prep, True)  # noqa: E731
+    _, d_h, d_w = f(H, W)
+    for A, grad, which in ((H, d_h, 0), (W, d_w, 1)):
+        numeric, eps = np.zeros_like(A), 1e-6
+        for idx in np.ndindex(A.shape):
+            up, down = A.copy(), A.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            args_up, args_down = ((up, W), (down, W)) if which == 0 else ((H, up), (H, down))
+            numeric[idx] = (f(*args_up)[0] - f(*args_down)[0]) / (2 * eps)
+        np.testing.assert_allclose(grad, numeric, atol=1e-6)

@@ -22,7 +22,7 @@ from ..samplers.ess import ess_rows
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
 from .collapsed_frequencies import ess_frequencies_collapsed, mh_frequencies
-from .collapsed_gradient import collapsed_value_and_grad
+from .gradients import collapsed_value_and_grad
 from .row_cache import (
     Cache,
     RowCache,
@@ -183,9 +183,12 @@ class CollapsedView:
         return accepted, accepted
 
     def value_and_grad(self, w: Work):
-        """``f(H, W) -> (log L, dL/dH, dL/dW)`` of the completed data (:mod:`.collapsed_gradient`)."""
+        """``f(H, W) -> (log L, dL/dH, dL/dW)`` of the completed data (:mod:`.gradients`)."""
         Y, prior, bias = w.Y, self.t.prior, self.t.bias
         return lambda H, W: collapsed_value_and_grad(H, W, Y, prior, bias)
+
+    def moved(self, w: Work) -> None:
+        pass  # finish computes the features afresh
 
     def finish(self, rng, w: Work, params: LikelihoodParams) -> tuple[np.ndarray, LikelihoodParams, float]:
         Phi = feature_map(w.X * w.Z, w.W, self.t.bias)

@@ -16,7 +16,8 @@ from ..likelihoods.base import LikelihoodParams
 from ..plumbing import blocks as _blocks
 from ..state import Data, ModelSpec
 from .base import Work, mean_filled, pca_start
-from .factorised_state import FactorisedState, ess_w, update_w, update_x
+from .factorised_state import FactorisedState, ess_w, features_and_predictor, update_w, update_x
+from .gradients import factorised_value_and_grad
 
 
 class FactorisedRows:
@@ -136,6 +137,17 @@ class FactorisedView:
             return (w.W.shape[0] if w.W.shape[1] else 0), moved
         accepted = update_w(rng, w.X * w.Z, w.W, w.zeta, w.mu, w.Sigma, self.fs)
         return accepted, accepted
+
+    def value_and_grad(self, w: Work):
+        """``f(H, W) -> (log L, dL/dH, dL/dW)`` given this sweep's weights (:mod:`.gradients`)."""
+        fs, t = self.fs, self.t
+        return lambda H, W: factorised_value_and_grad(H, W, fs.beta, t.lik, fs.params, t.prep, t.bias)
+
+    def moved(self, w: Work) -> None:
+        """``X`` and ``W`` moved as a block: the features, predictors and rows' terms afresh."""
+        fs = self.fs
+        fs.Phi, fs.psi = features_and_predictor(w.X * w.Z, w.W, fs.bias, fs.beta)
+        fs.ll = fs.lik.loglik_rows(fs.psi, fs.all_rows, fs.params, fs.prep)
 
     def finish(self, rng, w: Work, params: LikelihoodParams) -> tuple[None, LikelihoodParams, float]:
         self.fs.psi = None  # stale once beta changes; freed so the weight update has its N x J room

@@ -1,4 +1,6 @@
-"""The collapsed Gaussian marginal and its gradient in the latent positions and frequencies.
+"""The likelihoods' gradients in the latent positions and frequencies, for the continuous block's
+HMC move (:mod:`ibp_rflvm.samplers.hmc`): the collapsed Gaussian marginal, and a factorising
+likelihood given its weights.
 
 With ``S = Phi^T Phi + I``, ``A = S^-1``, ``P = A Phi^T Y`` and ``b_j = b0 + (y_j^T y_j - Q_j) / 2``
 (``Q_j = y_j^T Phi P_j``), the marginal of :mod:`.row_cache` is
@@ -11,15 +13,17 @@ hence ``dL/dPhi = -J Phi A + (Y - Phi P) diag(a_n / b) P^T``. ``Phi = [cos U, si
 with ``U = H W^T`` turns it into ``dL/dU = (-dL/dPhi_cos * sin U + dL/dPhi_sin * cos U) / sqrt(M)``,
 then ``dL/dH = dL/dU W`` and ``dL/dW = dL/dU^T H``. One evaluation costs ``O(N L^2 + N L J + L^3)``,
 as a rebuilt cache does: array products throughout, no loop over rows or columns.
+
+A factorising likelihood given ``beta`` (the count models, sampled with their weights) reads
+``psi = Phi beta``, so ``dL/dPhi = g beta^T`` with ``g`` each entry's derivative in its linear
+predictor: ``O(N L J)`` per evaluation.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..features import feature_map
+from ..features import feature_map, feature_map_gradient
 from ..likelihoods.gaussian import GaussianPrior
 from .row_cache import factor
 
@@ -30,10 +34,6 @@ def collapsed_value_and_grad(
     """The collapsed log-likelihood of complete `Y` at ``Phi(H, W)`` and its gradients
     ``(ll, dL/dH, dL/dW)`` (see the module docstring)."""
     N, J = Y.shape
-    M = W.shape[0]
-    U = H @ W.T
-    cos_u, sin_u = np.cos(U), np.sin(U)
-    root = 1.0 / math.sqrt(M)
     Phi = feature_map(H, W, bias)
     _, A, logdet = factor(Phi.T @ Phi)
     P = A @ (Phi.T @ Y)
@@ -44,8 +44,23 @@ def collapsed_value_and_grad(
     b = prior.b0 + 0.5 * (yy - Q)
     ll = prior.constant(N, J) - 0.5 * J * logdet - a_n * float(np.sum(np.log(b)))
     d_phi = -J * (Phi @ A) + ((Y - fitted) * (a_n / b)) @ P.T
-    d_u = (sin_u * d_phi[:, :M] - cos_u * d_phi[:, M : 2 * M]) * -root
-    return float(ll), d_u @ W, d_u.T @ H
+    d_h, d_w = feature_map_gradient(H, W, d_phi)
+    return float(ll), d_h, d_w
 
 
-__all__ = ["collapsed_value_and_grad"]
+def factorised_value_and_grad(
+    H: np.ndarray, W: np.ndarray, beta: np.ndarray, lik, params, prep, bias: bool
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """The log-likelihood of a factorising likelihood given its weights `beta` at ``Phi(H, W)``,
+    and its gradients: ``dL/dPhi = g beta^T`` with ``g`` the entries' first derivatives in their
+    linear predictors (``Likelihood.psi_derivatives``)."""
+    Phi = feature_map(H, W, bias)
+    psi = Phi @ beta
+    rows = np.arange(H.shape[0])
+    ll = float(np.sum(lik.loglik_rows(psi, rows, params, prep), dtype=np.float64))
+    g = lik.psi_derivatives(psi, rows, params, prep)[0]
+    d_h, d_w = feature_map_gradient(H, W, g @ beta.T)
+    return ll, d_h, d_w
+
+
+__all__ = ["collapsed_value_and_grad", "factorised_value_and_grad"]
