@@ -15,7 +15,8 @@ representation, then a Gibbs pass of ``Z``); the dimension moves of SPEC 2.2 (jo
 transfers, absorb/emit, singleton births and deaths) with the prior's weights integrated out;
 the weights given ``Z``, ``alpha`` and the prior's own variables (a learned IBP ``beta``);
 ``X`` by elliptical slice sampling; the frequencies by elliptical slice sampling or
-Metropolis-Hastings; with ``scale_move``, each dimension's scale along the direction the
+Metropolis-Hastings; with ``hmc_leapfrog``, every used coordinate and frequency at once by
+Hamiltonian Monte Carlo; with ``scale_move``, each dimension's scale along the direction the
 likelihood cannot see; the Dirichlet-process mixture of the frequencies; the likelihood's own
 variables.
 

@@ -20,6 +20,13 @@ from .priors import FeaturePrior, default_prior, legacy_state, make_prior
 FREQUENCY_UPDATES = ("ess", "mh")
 
 
+def has_gradient(likelihood) -> bool:
+    """Whether `likelihood` gives the gradient the HMC move follows: the collapsed Gaussian's
+    marginal, or a factorising likelihood's derivatives in its linear predictor."""
+    gaussian = isinstance(likelihood, GaussianLikelihood)
+    return gaussian or bool(getattr(likelihood, "has_psi_derivatives", False))
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """Everything about the model that is not data or state.
@@ -129,10 +136,8 @@ class ModelSpec:
 
     @property
     def has_gradient(self) -> bool:
-        """Whether the likelihood gives the gradient the HMC move follows (the collapsed Gaussian's
-        marginal, or a factorising likelihood's derivatives in its linear predictor)."""
-        lik = self.likelihood
-        return isinstance(lik, GaussianLikelihood) or bool(getattr(lik, "has_psi_derivatives", False))
+        """Whether the likelihood gives the gradient the HMC move follows (:func:`has_gradient`)."""
+        return has_gradient(self.likelihood)
 
     @property
     def gaussian_prior(self) -> GaussianPrior:

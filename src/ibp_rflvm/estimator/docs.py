@@ -87,8 +87,10 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "sampler": ('{"default", "paper"}, default="default"', """
         ``"default"``: joint ``(z, x)`` flips, row transfers, absorb/emit moves between
         dimensions with aligned frequencies and singleton birth/death after every IBP step,
-        a move of each dimension's scale along the direction the likelihood cannot see
-        (``backend="numba"``), from a start scaled so that ``H W^T`` has variance about 2.
+        and, with ``backend="numba"``, a move of each dimension's scale along the direction the
+        likelihood cannot see and a Hamiltonian Monte Carlo move of all latent positions and
+        frequencies at once (its step adapted over the burn-in; not for the multinomial), from
+        a start scaled so that ``H W^T`` has variance about 2.
         ``"paper"``: the paper's sweep and its unit-variance PCA start, kept for comparison
         (:doc:`/sampler`)."""),
     "frequency_update": ('{"ess", "mh"} or None, default=None', """

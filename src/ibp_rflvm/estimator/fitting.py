@@ -35,7 +35,7 @@ from ..plumbing.validation import (
     warn_if_unscaled,
 )
 from ..priors import FeaturePrior, default_prior
-from ..state import FREQUENCY_UPDATES
+from ..state import FREQUENCY_UPDATES, has_gradient
 from ..summaries.dimensions import EffectiveDimensionsMixin
 from ..summaries.embedding import PosteriorEmbeddingMixin
 from ..summaries.mixin import LatentSummaryMixin
@@ -62,6 +62,8 @@ CAP_BINDS = 0.5
 SAMPLERS = ("default", "paper")
 #: The default sampler's frequency move (``frequency_update=None``; docs/sampler.md section 12).
 DEFAULT_FREQUENCY_UPDATE = "ess"
+#: Leapfrog steps of the default sweep's HMC move (docs/record/sampler.md, section 14).
+DEFAULT_HMC_LEAPFROG = 10
 
 
 class _RFLVMBase(
@@ -122,7 +124,18 @@ class _RFLVMBase(
             frequency_update=self._frequency_update(paper),
             # The paper's sweep has no scale move; the default sweep has it where it runs.
             scale_move=False if paper else None,
+            hmc_leapfrog=self._hmc_leapfrog(paper, lik),
+            # Over the burn-in, whose samples are not kept: the kept sweeps run one fixed kernel.
+            hmc_adapt_sweeps=self._burn_in(),
         )
+
+    def _hmc_leapfrog(self, paper: bool, lik) -> int:
+        """Leapfrog steps of the continuous block's HMC move in the default sweep: on the host,
+        for a likelihood with a gradient (all but the multinomial); not in the paper's sweep,
+        nor on the device, which has no HMC move yet."""
+        if paper or self.backend != "numba":
+            return 0
+        return DEFAULT_HMC_LEAPFROG if has_gradient(lik) else 0
 
     def _prior_attributes(self) -> None:
         """``<name>_``: the best chain's trace of each of the prior on ``Z``'s own variables."""

@@ -97,7 +97,9 @@ def _plain(value):
 
 def settings_description(spec: ModelSpec) -> dict:
     """The model settings a resumed chain must share, one JSON value per setting."""
-    own = ("likelihood", "z_prior")
+    # The HMC warm-up's length is the burn-in, which a resumed chain is checked against with a
+    # message of its own.
+    own = ("likelihood", "z_prior", "hmc_adapt_sweeps")
     out = {f.name: _plain(getattr(spec, f.name)) for f in fields(spec) if f.name not in own}
     # The prior on Z by its own settings, under the names checkpoints have always stored.
     out["ibp"] = spec.ibp
