@@ -157,9 +157,10 @@ def _prior_draw(rng) -> np.ndarray:
     return MU[ZETA] + np.einsum("mab,mb->ma", CHOL[ZETA], rng.standard_normal((M, K)))
 
 
-def _gaussian_move_chain(n_updates: int, seed: int = 0):
+def _gaussian_move_chain(n_updates: int, seed: int = 0, compiled: bool = True):
     """The same test on the collapsed Gaussian: ``Y`` from the model with ``beta`` and
-    ``sigma^2`` drawn afresh (the collapsed likelihood integrates them out)."""
+    ``sigma^2`` drawn afresh (the collapsed likelihood integrates them out); `compiled` false
+    runs the NumPy reference block instead of the compiled pass."""
     prior = GaussianPrior()
     rng = np.random.default_rng(seed)
     X, Z = rng.standard_normal((N, K)), (rng.random((N, K)) < 0.8).astype(float)
@@ -173,7 +174,9 @@ def _gaussian_move_chain(n_updates: int, seed: int = 0):
         Y = Phi @ beta + np.sqrt(sigma2) * rng.standard_normal((N, J))
         cache = build_cache(Phi, Y, prior)
         before = float(cache.state[1])
-        _, _, after = ess_frequencies_collapsed(rng, H, W, ZETA, MU, SIGMA, Phi, Y, cache, prior)
+        _, _, after = ess_frequencies_collapsed(
+            rng, H, W, ZETA, MU, SIGMA, Phi, Y, cache, prior, compiled=compiled
+        )
         draws.append(W.copy())
         gains.append(after - before)
     return np.array(draws), np.array(gains)
@@ -183,7 +186,7 @@ def _move_z_scores(name: str, n_updates: int, **kw) -> dict[str, float]:
     """The z-scores of the successive-conditional chain's test functions (burn-in 100 dropped):
     the moments of ``W`` and the updates' log-likelihood gain."""
     if name == "gaussian":
-        draws, gains = _gaussian_move_chain(n_updates)
+        draws, gains = _gaussian_move_chain(n_updates, **kw)
     else:
         draws, gains = _count_move_chain(name, n_updates, **kw)
     z = _z_scores(draws[100:])
@@ -250,8 +253,27 @@ def test_the_move_test_has_power(monkeypatch, name, wrong):
 
     module = "collapsed_frequencies" if name == "gaussian" else "factorised_state"
     monkeypatch.setattr(f"ibp_rflvm.targets.{module}.ess_frequencies", fake)
-    z = _move_z_scores(name, N_UPDATES // 2)
+    # The Gaussian's compiled pass has no Python loop to swap: the wrong moves run through the
+    # NumPy reference block, which tests/targets/test_frequency_kernels.py holds the pass to.
+    kw = {"compiled": False} if name == "gaussian" else {}
+    z = _move_z_scores(name, N_UPDATES // 2, **kw)
     print(name, wrong, {k: round(float(v), 1) for k, v in z.items()})
+    assert max(abs(v) for v in z.values()) > 6.0, z
+
+
+@pytest.mark.slow
+def test_the_move_test_sees_an_off_centre_compiled_pass(monkeypatch):
+    """The compiled Gaussian pass itself, given the wrong centre, fails the test too."""
+    from ibp_rflvm.targets import collapsed_frequencies
+
+    real = collapsed_frequencies.ess_pass
+
+    def off_centre(rng, W, zeta, mu, chols, blocks):
+        return real(rng, W, zeta, np.zeros_like(mu), chols, blocks)
+
+    monkeypatch.setattr(collapsed_frequencies, "ess_pass", off_centre)
+    z = _move_z_scores("gaussian", N_UPDATES // 2)
+    print("gaussian compiled off-centre", {k: round(float(v), 1) for k, v in z.items()})
     assert max(abs(v) for v in z.values()) > 6.0, z
 
 

@@ -63,6 +63,14 @@ def collapsed_loglik(Q, yy, logdet, N: int, prior: GaussianPrior) -> float:
     return float(prior.constant(N, J) - 0.5 * J * logdet - a_n * np.sum(np.log(b_n)))
 
 
+#: What :func:`factor` (and the compiled frequency pass's refactorisation) says of an ``S`` it
+#: cannot factor.
+NOT_FINITE = (
+    "the collapsed Gaussian likelihood's S = Phi^T Phi + I is not finite or not positive "
+    "definite: a latent position or frequency is NaN or infinite"
+)
+
+
 def factor(G: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """``(R, S^-1, log|S|)`` for ``S = G + I``, ``G = Phi^T Phi`` (left as it is), with
     ``S = R R^T``.
@@ -76,10 +84,7 @@ def factor(G: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     R, info = dpotrf(S, lower=1, clean=1)
     logdet = 2.0 * float(np.sum(np.log(np.diag(R)))) if info == 0 else math.nan
     if not math.isfinite(logdet):
-        raise FloatingPointError(
-            "the collapsed Gaussian likelihood's S = Phi^T Phi + I is not finite or not positive "
-            "definite: a latent position or frequency is NaN or infinite"
-        )
+        raise FloatingPointError(NOT_FINITE)
     A, _ = dpotrs(R, np.eye(S.shape[0]), lower=1)
     return R, 0.5 * (A + A.T), logdet
 
