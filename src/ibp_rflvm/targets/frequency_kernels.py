@@ -136,6 +136,19 @@ def _solve2(R: np.ndarray, x0: np.ndarray, x1: np.ndarray) -> None:
 
 
 @njit(cache=True, fastmath=FAST)
+def _two_rows_times(x0, x1, B, out0, out1) -> None:
+    """``out0 = x0^T B`` and ``out1 = x1^T B`` in one pass over ``B``'s rows."""
+    L, J = B.shape
+    for j in range(J):
+        out0[j] = 0.0
+        out1[j] = 0.0
+    for a in range(L):
+        for j in range(J):
+            out0[j] += x0[a] * B[a, j]
+            out1[j] += x1[a] * B[a, j]
+
+
+@njit(cache=True, fastmath=FAST)
 def prepare(m: int, M: int, blocks: Blocks) -> None:
     """What the scores of frequency `m` share: ``A_II^-1`` and ``log|A_II|`` (in ``sc``),
     ``A_rI A_II^-1`` (rows 4 and 5 of ``gh``) and ``Q_j - P_Ij^T A_II^-1 P_Ij`` (row 6 of
@@ -173,13 +186,7 @@ def prepare(m: int, M: int, blocks: Blocks) -> None:
         k1[a] = x0[a] * v01 + x1[a] * v11
     p0 = pj[0]
     p1 = pj[1]
-    for j in range(J):
-        p0[j] = 0.0
-        p1[j] = 0.0
-    for a in range(L):
-        for j in range(J):
-            p0[j] += x0[a] * B[a, j]
-            p1[j] += x1[a] * B[a, j]
+    _two_rows_times(x0, x1, B, p0, p1)
     base = pj[6]
     for j in range(J):
         base[j] = Q[j] - (p0[j] * (v00 * p0[j] + v01 * p1[j]) + p1[j] * (v10 * p0[j] + v11 * p1[j]))
@@ -279,13 +286,7 @@ def evaluate(m: int, M: int, w: np.ndarray, blocks: Blocks) -> float:
     w11 = m00 / det
     e0 = pj[4]
     e1 = pj[5]
-    for j in range(J):
-        e0[j] = 0.0
-        e1[j] = 0.0
-    for a in range(L):
-        for j in range(J):
-            e0[j] += h0[a] * B[a, j]
-            e1[j] += h1[a] * B[a, j]
+    _two_rows_times(h0, h1, B, e0, e1)
     base = pj[6]
     qn = pj[0]  # P_I's first row, no longer needed once the base is computed
     b0 = st[3]
