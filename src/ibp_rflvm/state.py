@@ -67,8 +67,8 @@ class ModelSpec:
 
     `scale_move` adds, before the mixture's step, a move of each dimension's scale along the
     direction the likelihood cannot see (``x_d -> c x_d``, ``w_d -> w_d / c``;
-    :mod:`.samplers.scale`): None (the default) runs it on the numba backend, whose default
-    sweep it is part of, and not on the device, which has no scale move yet.
+    :mod:`.samplers.scale`, on the device :mod:`.jax_backend.scale_device`): None (the default)
+    runs it, on either backend, as part of the default sweep.
     """
 
     n_frequencies: int = 50
@@ -103,10 +103,7 @@ class ModelSpec:
         if self.backend not in ("numba", "jax"):
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
         if self.scale_move is None:
-            # The default where it runs: the device step has no scale move yet.
-            object.__setattr__(self, "scale_move", self.backend == "numba")
-        if self.scale_move and self.backend != "numba":
-            raise ValueError("scale_move runs on the numba backend only (the device step has none yet)")
+            object.__setattr__(self, "scale_move", True)
         if self.hmc_leapfrog and not (self.backend == "numba" and self.has_gradient):
             raise ValueError(
                 "hmc_leapfrog needs the numba backend and a likelihood with a gradient in its linear "

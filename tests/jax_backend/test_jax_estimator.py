@@ -1,6 +1,8 @@
 """The estimators with ``backend="jax"`` (issue 43): the same seed gives the same chain, a
 checkpoint resumes it, one compilation serves the fit, and bad choices are named."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -59,6 +61,23 @@ def test_a_numba_checkpoint_is_not_resumed_on_jax(tmp_path):
     path = tmp_path / "chain.zip"
     _fit(Y, n_iter=3, burn_in=2, backend="numba", checkpoint_path=str(path), checkpoint_every=3)
     with pytest.raises(CheckpointMismatch, match="backend"):
+        _model(n_iter=6, burn_in=2, checkpoint_path=str(path), checkpoint_every=3).fit(Y, resume=True)
+
+
+def test_a_checkpoint_of_the_old_device_sweep_is_not_resumed_by_the_default(tmp_path, monkeypatch):
+    """A device chain checkpointed before issue 65 ran the paper's frequency step and no scale
+    move, and stored both settings; today's default sweep differs, and says so."""
+    Y = _counts(7)
+    path = tmp_path / "chain.zip"
+    spec_of = IBPRFLVM._spec
+
+    def old_spec(self):
+        return replace(spec_of(self), frequency_update="mh", scale_move=False)
+
+    with monkeypatch.context() as m:
+        m.setattr(IBPRFLVM, "_spec", old_spec)
+        _fit(Y, n_iter=3, burn_in=2, checkpoint_path=str(path), checkpoint_every=3)
+    with pytest.raises(CheckpointMismatch, match="frequency_update.*scale_move"):
         _model(n_iter=6, burn_in=2, checkpoint_path=str(path), checkpoint_every=3).fit(Y, resume=True)
 
 

@@ -335,7 +335,10 @@ def test_the_estimator_chooses_and_checks_the_frequency_move():
     assert IBPRFLVM()._spec().frequency_update == "ess"
     assert RFLVM()._spec().frequency_update == "ess"
     assert IBPRFLVM(sampler="paper")._spec().frequency_update == "mh"  # the paper's sweep, unchanged
-    assert IBPRFLVM(backend="jax")._spec().frequency_update == "mh"
+    # The device runs the numba sweep's default moves since issue 65.
+    assert IBPRFLVM(backend="jax")._spec().frequency_update == "ess"
+    assert IBPRFLVM(backend="jax")._spec().scale_move and not IBPRFLVM(sampler="paper")._spec().scale_move
+    assert RFLVM(backend="jax", sampler="paper")._spec().frequency_update == "mh"
     assert IBPRFLVM(sampler="paper", frequency_update="ess")._spec().frequency_update == "ess"
     with pytest.raises(ValueError, match="frequency_update"):
         IBPRFLVM(frequency_update="slice")._spec()

@@ -86,9 +86,9 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         Show a progress bar (sweeps per second and the current ``K+``) for a single chain."""),
     "sampler": ('{"default", "paper"}, default="default"', """
         ``"default"``: joint ``(z, x)`` flips, row transfers, absorb/emit moves between
-        dimensions with aligned frequencies and singleton birth/death after every IBP step,
-        and, with ``backend="numba"``, a move of each dimension's scale along the direction the
-        likelihood cannot see and a Hamiltonian Monte Carlo move of all latent positions and
+        dimensions with aligned frequencies and singleton birth/death after every IBP step, a
+        move of each dimension's scale along the direction the likelihood cannot see and, with
+        ``backend="numba"``, a Hamiltonian Monte Carlo move of all latent positions and
         frequencies at once (its step adapted over the burn-in; not for the multinomial), from
         a start scaled so that ``H W^T`` has variance about 2.
         ``"paper"``: the paper's sweep and its unit-variance PCA start, kept for comparison
@@ -99,8 +99,7 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         every sweep at any data size; ``"mh"``: the paper's Metropolis-Hastings step with the
         component as the proposal, which almost never accepts beyond a few hundred rows and
         columns, leaving the kernel at its start. None: the sampler's own: ``"mh"`` for
-        ``sampler="paper"`` and for ``backend="jax"`` (where ``"ess"`` runs when asked for but
-        has not been measured), else ``"ess"`` (:doc:`/sampler`, section 12)."""),
+        ``sampler="paper"``, else ``"ess"``, on either backend (:doc:`/sampler`, section 12)."""),
     "n_replicas": ("int, default=1", """
         Levels of replica exchange over the Gaussian noise prior (1: off). Level ``l``
         multiplies the prior scale ``b0`` by ``replica_top ** (l / (n_replicas - 1))``; adjacent

@@ -122,7 +122,7 @@ class _RFLVMBase(
             backend=self.backend,
             z_prior=z_prior,
             frequency_update=self._frequency_update(paper),
-            # The paper's sweep has no scale move; the default sweep has it where it runs.
+            # The paper's sweep has no scale move; the default sweep has it on either backend.
             scale_move=False if paper else None,
             hmc_leapfrog=self._hmc_leapfrog(paper, lik),
             # Over the burn-in, whose samples are not kept: the kept sweeps run one fixed kernel.
@@ -149,11 +149,10 @@ class _RFLVMBase(
 
     def _frequency_update(self, paper: bool) -> str:
         """The frequencies' move: the one asked for, else the sampler's own (the paper's step for
-        ``sampler="paper"``, and on the device, where the elliptical slice move has not been
-        measured yet)."""
+        ``sampler="paper"``, elliptical slice sampling on either backend otherwise)."""
         chosen = getattr(self, "frequency_update", None)
         if chosen is None:
-            return "mh" if paper or self.backend == "jax" else DEFAULT_FREQUENCY_UPDATE
+            return "mh" if paper else DEFAULT_FREQUENCY_UPDATE
         if chosen not in FREQUENCY_UPDATES:
             raise ValueError(f"frequency_update must be one of {FREQUENCY_UPDATES} or None; got {chosen!r}")
         return chosen

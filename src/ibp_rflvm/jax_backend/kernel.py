@@ -68,7 +68,7 @@ def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
         fixed_alpha=None if spec.fixed_alpha is None else float(spec.fixed_alpha),
         eta_prior=tuple(float(v) for v in spec.eta_prior), sticks=float(sticks[0]),
         harmonic=float(sticks[1]), new_rate_per_alpha=float(sticks[2]),
-        frequency_update=spec.frequency_update,
+        frequency_update=spec.frequency_update, scale_move=bool(spec.scale_move),
     )  # fmt: skip
 
 
@@ -347,4 +347,3 @@ __all__ = [
     "DeviceSweepTarget", "Placement", "check_finite", "compiled_count", "device_run", "resolve_devices",
     "to_device", "to_host",
 ]  # fmt: skip
-

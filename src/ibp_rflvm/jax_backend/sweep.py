@@ -2,11 +2,12 @@
 
 Every update of SPEC section 2 runs inside it, on device arrays: ``Z``'s moves, births and
 deaths, the sticks and ``alpha`` (:mod:`.ibp_device`), ``X`` by elliptical slice sampling, the
-frequencies by elliptical slice sampling (:mod:`.frequencies`) or Metropolis-Hastings, their
-Dirichlet-process mixture (:mod:`.dp_device`) and the likelihood's weights and own variables
-(:mod:`.likelihoods`). ``jax.jit`` compiles it once per fit (the shapes are fixed: the latent
-dimensions live in ``width`` slots, a mask of which are in use); ``jax.lax.scan`` runs many
-sweeps in one call. No update calls back to the host.
+frequencies by elliptical slice sampling (:mod:`.frequencies`) or Metropolis-Hastings, each
+dimension's scale (:mod:`.scale_device`), the frequencies' Dirichlet-process mixture
+(:mod:`.dp_device`) and the likelihood's weights and own variables (:mod:`.likelihoods`).
+``jax.jit`` compiles it once per fit (the shapes are fixed: the latent dimensions live in
+``width`` slots, a mask of which are in use); ``jax.lax.scan`` runs many sweeps in one call.
+No update calls back to the host.
 
 The state (:class:`DeviceState`) is kept canonical at the end of every sweep: the dimensions in
 use fill the first slots, in order, the slots after them hold zeros, and the mixture's labels are
@@ -29,6 +30,7 @@ from .ess import elliptical_slice_rows
 from .frequencies import ess_frequencies
 from .programs import features_of
 from .rowsum import row_matmul, row_sum
+from .scale_device import scale_moves
 
 jnp = jax.numpy
 lax = jax.lax
@@ -65,6 +67,8 @@ class SweepConfig:
     new_rate_per_alpha: float
     #: ``"ess"`` or ``"mh"`` (:attr:`ibp_rflvm.state.ModelSpec.frequency_update`).
     frequency_update: str = "mh"
+    #: The scale move before the mixture's step (:attr:`ibp_rflvm.state.ModelSpec.scale_move`).
+    scale_move: bool = False
 
 
 #: One state of the chain on the device: the host's :class:`~ibp_rflvm.state.ChainState`, its
@@ -184,7 +188,8 @@ def canonical(st: DeviceState, active) -> DeviceState:
 def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceState, DeviceInfo]:
     """One sweep from `st` (module docstring): pure, and jit-compilable with `cfg` static."""
     dlik = cfg.dlik
-    k_z, k_x, k_w, k_dp, k_lik, k_alpha, k_pi = jax.random.split(key, 7)
+    # Seven keys without the scale move, as before it existed: those chains keep their bits.
+    k_z, k_x, k_w, k_dp, k_lik, k_alpha, k_pi, *k_scale = jax.random.split(key, 8 if cfg.scale_move else 7)
     dparams = st.params
     beta = dparams.beta
     const = dlik.row_constants(dparams, data)
@@ -252,6 +257,13 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     else:
         W, P, w_acc = mh_frequencies(*w_args)
         w_moved = w_acc  # the paper's step: an accepted proposal is a new value
+    if cfg.scale_move:
+        # With the components integrated out: the mixture's step below draws them afresh. The
+        # products H W^T are unchanged, so P (and the features the weights' update reads) stand.
+        def column_sums(v):
+            return row_sum(v, dlik.row_groups, dlik.replicated)
+
+        X, W, _, _ = scale_moves(k_scale[0], X, Z, W, st.zeta, active, cfg.lam0, column_sums=column_sums)
     zeta, mu, Sigma, eta = dp_step(k_dp, W, active, st.zeta, st.eta, cfg.lam0, *cfg.eta_prior)
     Phi = features_of(P, cfg.bias, cfg.M)
     dparams = dlik.update(k_lik, Phi, dparams, data)
