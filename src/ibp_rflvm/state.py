@@ -104,10 +104,10 @@ class ModelSpec:
             raise ValueError(f"backend must be 'numba' or 'jax'; got {self.backend!r}")
         if self.scale_move is None:
             object.__setattr__(self, "scale_move", True)
-        if self.hmc_leapfrog and not (self.backend == "numba" and self.has_gradient):
+        if self.hmc_leapfrog and not self.has_gradient:
             raise ValueError(
-                "hmc_leapfrog needs the numba backend and a likelihood with a gradient in its linear "
-                f"predictor; {type(self.likelihood).__name__} on {self.backend!r} has none"
+                "hmc_leapfrog needs a likelihood with a gradient in its linear predictor; "
+                f"{type(self.likelihood).__name__} has none"
             )
         if self.frequency_update not in FREQUENCY_UPDATES:
             raise ValueError(

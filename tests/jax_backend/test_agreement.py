@@ -1,9 +1,9 @@
 """The device sweep samples the posterior the numba sweep samples (issue 47): chains of either
 backend, from the same start and different seeds, treated as replicates, give the same ``K+``,
 effective number of dimensions and held-out log density per entry within their standard errors.
-The moves differ (rows in parallel given the sticks on the device, partly collapsed on numba;
-the HMC move on numba only), so this compares distributions, not chains; each backend runs its
-default sweep, the frequencies by elliptical slice sampling and the scale move on both. The
+The moves differ (rows in parallel given the sticks on the device, partly collapsed on numba),
+so this compares distributions, not chains; each backend runs its default sweep, the frequencies
+by elliptical slice sampling, the HMC move and the scale move on both. The
 study at scale is in docs/record/jax_backend.md.
 """
 

@@ -65,14 +65,15 @@ def test_a_numba_checkpoint_is_not_resumed_on_jax(tmp_path):
 
 
 def test_a_checkpoint_of_the_old_device_sweep_is_not_resumed_by_the_default(tmp_path, monkeypatch):
-    """A device chain checkpointed before issue 65 ran the paper's frequency step and no scale
-    move, and stored both settings; today's default sweep differs, and says so."""
+    """A device chain checkpointed before issue 65 ran the paper's frequency step, no scale
+    move and no HMC move, and stored those settings; today's default sweep differs, and says
+    so."""
     Y = _counts(7)
     path = tmp_path / "chain.zip"
     spec_of = IBPRFLVM._spec
 
     def old_spec(self):
-        return replace(spec_of(self), frequency_update="mh", scale_move=False)
+        return replace(spec_of(self), frequency_update="mh", scale_move=False, hmc_leapfrog=0)
 
     with monkeypatch.context() as m:
         m.setattr(IBPRFLVM, "_spec", old_spec)
@@ -123,3 +124,19 @@ def test_the_command_line_fits_on_jax(tmp_path):
     with zipfile.ZipFile(out / "checkpoint.zip") as zf:
         meta = json.loads(zf.read("meta.json"))
     assert meta["tree"]["settings"]["backend"] == "jax"
+
+
+def test_the_device_default_sweep_adapts_its_hmc_step_over_the_burn_in_only():
+    """The default device sweep runs the HMC move (negative binomial: a gradient; multinomial:
+    none, no move); its step factor moves in every burn-in sweep and is fixed after it."""
+    from ibp_rflvm.jax_backend.hmc_device import STEP_FACTOR
+
+    Y = _counts(11)
+    assert _model()._spec().hmc_leapfrog == 10
+    assert IBPRFLVM(likelihood="multinomial", backend="jax")._spec().hmc_leapfrog == 0
+    # Sweeps 0-3 adapt in the first two fits; only 0-2 in the third, the same chain until then.
+    burnt = _fit(Y, n_iter=5, burn_in=4).state_.tuning[STEP_FACTOR]
+    longer = _fit(Y, n_iter=9, burn_in=4).state_.tuning[STEP_FACTOR]
+    shorter = _fit(Y, n_iter=4, burn_in=3).state_.tuning[STEP_FACTOR]
+    assert np.isfinite(burnt) and burnt != 1.0
+    assert longer == burnt != shorter

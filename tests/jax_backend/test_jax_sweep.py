@@ -118,3 +118,35 @@ def test_the_device_joint_test_sees_a_scale_ratio_without_the_frequencies_prior(
         mean, se = batch_mean_se(draws[key])
         z[key] = (mean - target) / se
     assert max(abs(v) for v in z.values()) > 6.0, z
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "ibp_on"), [("negbinom", True), ("poisson", False)])
+def test_jax_sweep_gets_it_right_with_the_hmc_move(name, ibp_on):
+    """The whole default sweep of the device (:data:`DEFAULT_MOVES`, then the continuous block's
+    HMC move given the weights, :mod:`ibp_rflvm.jax_backend.hmc_device`, its gradient by
+    ``jax.grad`` of the sweep's own row log-likelihoods): the IBP with the negative binomial and
+    the dense model with the Poisson, with the host's joint test's steps (large enough that
+    about half the trajectories are rejected, so the ratio is exercised)."""
+    _run_and_check(
+        name, ibp_on, 4000, backend="jax", max_dims=6 if ibp_on else None, hmc_leapfrog=4,
+        hmc_steps=(0.3, 0.3), **DEFAULT_MOVES,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_device_joint_test_sees_an_hmc_ratio_without_the_kinetic_energies(monkeypatch, fresh_programs):
+    """The HMC ratio that compares potential energies only (the host's power check,
+    tests/test_joint_distribution.py) must be seen beyond 6 MCSE (the test's bound is 4)."""
+    from ibp_rflvm.jax_backend import hmc_device
+
+    monkeypatch.setattr(hmc_device, "_kinetic", lambda rx, rw, total: jax.numpy.zeros(()))
+    draws = _successive_conditional(
+        "negbinom", True, 4000, backend="jax", max_dims=6, hmc_leapfrog=4, hmc_steps=(0.3, 0.3),
+        **DEFAULT_MOVES,
+    )  # fmt: skip
+    z = {}
+    for key, target in _expected("negbinom", True, max_dims=6).items():
+        mean, se = batch_mean_se(draws[key])
+        z[key] = (mean - target) / se
+    assert max(abs(v) for v in z.values()) > 6.0, z

@@ -53,12 +53,13 @@ def sweep_kernel(Y, **estimator_params: Any):
     target = DeviceSweepTarget(spec.likelihood, data, spec)
     rng = est._chain_generators()[0]
     state = to_device(build_sweep(spec, target).init(rng), target.cfg, target.dlik)
-    step = partial(_user_step, data=target.data, cfg=target.cfg)
+    # The HMC move's step adapts over the estimator's burn-in, as in a fit.
+    step = partial(_user_step, data=target.data, cfg=target.cfg, adapt_sweeps=spec.hmc_adapt_sweeps)
     return state, step
 
 
-def _user_step(key, state: DeviceState, data, cfg: SweepConfig):
-    return sweep_step(key, state, data, cfg)
+def _user_step(key, state: DeviceState, data, cfg: SweepConfig, adapt_sweeps: int):
+    return sweep_step(key, state, data, cfg, adapt_sweeps)
 
 
 

@@ -130,10 +130,10 @@ class _RFLVMBase(
         )
 
     def _hmc_leapfrog(self, paper: bool, lik) -> int:
-        """Leapfrog steps of the continuous block's HMC move in the default sweep: on the host,
-        for a likelihood with a gradient (all but the multinomial); not in the paper's sweep,
-        nor on the device, which has no HMC move yet."""
-        if paper or self.backend != "numba":
+        """Leapfrog steps of the continuous block's HMC move in the default sweep, on either
+        backend, for a likelihood with a gradient (all but the multinomial); not in the paper's
+        sweep."""
+        if paper:
             return 0
         return DEFAULT_HMC_LEAPFROG if has_gradient(lik) else 0
 

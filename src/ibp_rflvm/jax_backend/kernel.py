@@ -26,6 +26,7 @@ from ..state import ChainState, Data, ModelSpec, MoveCounts, SweepInfo
 from ..targets import register_device_target
 from ..targets.factorised import FactorisedTarget
 from . import jax, programs
+from .hmc_device import STEP_FACTOR
 from .likelihoods_more import for_likelihood
 from .rowsum import row_groups
 from .sweep import DeviceInfo, DeviceState, SweepConfig, sweep_step
@@ -69,11 +70,21 @@ def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
         eta_prior=tuple(float(v) for v in spec.eta_prior), sticks=float(sticks[0]),
         harmonic=float(sticks[1]), new_rate_per_alpha=float(sticks[2]),
         frequency_update=spec.frequency_update, scale_move=bool(spec.scale_move),
+        hmc_leapfrog=int(spec.hmc_leapfrog), hmc_steps=tuple(float(v) for v in spec.hmc_steps),
     )  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------
 # Between the host's ChainState and the device's padded state
+
+
+def _device_tuning(tuning: dict, cfg: SweepConfig) -> dict:
+    """The warm-up's values as device scalars, with the HMC move's step factor (1 before any
+    warm-up, as on the host) where the sweep runs the move."""
+    out = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in tuning.items()}
+    if cfg.hmc_leapfrog > 0:
+        out.setdefault(STEP_FACTOR, jnp.asarray(1.0, dtype=jnp.float64))
+    return out
 
 
 def to_device(state: ChainState, cfg: SweepConfig, dlik) -> DeviceState:
@@ -99,7 +110,7 @@ def to_device(state: ChainState, cfg: SweepConfig, dlik) -> DeviceState:
         jnp.asarray(X), jnp.asarray(Z), jnp.asarray(pi), f64(state.alpha), jnp.asarray(W),
         jnp.asarray(state.zeta.astype(np.int32)), jnp.asarray(mu), jnp.asarray(Sigma), f64(state.eta),
         None, dlik.device_params(state.params), f64(state.loglik), jnp.asarray(state.sweep, dtype=jnp.int64),
-        {k: f64(v) for k, v in state.z_state.items()},
+        {k: f64(v) for k, v in state.z_state.items()}, _device_tuning(state.tuning, cfg),
     )  # fmt: skip
 
 
@@ -115,7 +126,7 @@ def to_host(st: DeviceState, dlik) -> ChainState:
         np.ascontiguousarray(host.pi[:K]), float(host.alpha), np.ascontiguousarray(host.W[:, :K]), zeta,
         np.ascontiguousarray(host.mu[:C, :K]), np.ascontiguousarray(host.Sigma[:C, :K, :K]),
         float(host.eta), None, dlik.host_params(host.params), float(host.loglik), int(host.sweep),
-        {k: float(v) for k, v in host.z_state.items()},
+        {k: float(v) for k, v in host.z_state.items()}, {k: float(v) for k, v in host.tuning.items()},
     )  # fmt: skip
 
 
@@ -165,17 +176,19 @@ RUN_LENGTH = 1
 
 
 @partial(jax.jit, static_argnames=("cfg",), donate_argnames=("state",))
-def device_run(keys, n, state: DeviceState, data, cfg: SweepConfig):
-    """The first `n` of ``len(keys)`` sweeps (:func:`.sweep.sweep_step`) in one device loop;
-    returns the last state, and each sweep's info and the traces the record keeps (rows past `n`
-    are zeros)."""
-    zeros = jax.eval_shape(lambda: sweep_step(jax.random.wrap_key_data(keys[0]), state, data, cfg)[1])
+def device_run(keys, n, state: DeviceState, data, cfg: SweepConfig, adapt_sweeps):
+    """The first `n` of ``len(keys)`` sweeps (:func:`.sweep.sweep_step`, the HMC move's warm-up
+    in the sweeps numbered below `adapt_sweeps`) in one device loop; returns the last state, and
+    each sweep's info and the traces the record keeps (rows past `n` are zeros)."""
+    zeros = jax.eval_shape(
+        lambda: sweep_step(jax.random.wrap_key_data(keys[0]), state, data, cfg, adapt_sweeps)[1]
+    )
     infos = jax.tree.map(lambda a: jnp.zeros((keys.shape[0],) + a.shape, a.dtype), zeros)
     traces = jnp.zeros((keys.shape[0], 3 + len(state.z_state)))
 
     def body(t, c):
         st, infos, traces = c
-        st, info = sweep_step(jax.random.wrap_key_data(keys[t]), st, data, cfg)
+        st, info = sweep_step(jax.random.wrap_key_data(keys[t]), st, data, cfg, adapt_sweeps)
         infos = jax.tree.map(lambda buf, v: buf.at[t].set(v), infos, info)
         z_values = (st.z_state[k] for k in sorted(st.z_state))
         traces = traces.at[t].set(jnp.stack([st.loglik, st.alpha, st.eta, *z_values]))
@@ -307,12 +320,13 @@ class DeviceSweepTarget:
         each sweep's ``(Traces, SweepInfo)``."""
         where = self.placement()
         st = self.device_state(state, where)
+        adapt = np.int64(self.spec.hmc_adapt_sweeps)
         calls = []
         for first in range(0, n, RUN_LENGTH):
             k = min(RUN_LENGTH, n - first)
             keys = np.zeros((RUN_LENGTH, 2), dtype=np.uint32)
             keys[:k] = rng.integers(0, 2**32, size=(k, 2), dtype=np.uint32)
-            st, infos, traces = device_run(keys, k, st, where.data, where.cfg)
+            st, infos, traces = device_run(keys, k, st, where.data, where.cfg, adapt)
             calls.append((k, infos, traces))
         out, bad = [], (-1, 0)
         # The device holds the prior's variables as a pytree: a dict in sorted key order.

@@ -2,8 +2,9 @@
 
 Every update of SPEC section 2 runs inside it, on device arrays: ``Z``'s moves, births and
 deaths, the sticks and ``alpha`` (:mod:`.ibp_device`), ``X`` by elliptical slice sampling, the
-frequencies by elliptical slice sampling (:mod:`.frequencies`) or Metropolis-Hastings, each
-dimension's scale (:mod:`.scale_device`), the frequencies' Dirichlet-process mixture
+frequencies by elliptical slice sampling (:mod:`.frequencies`) or Metropolis-Hastings, every
+used coordinate and frequency at once by HMC (:mod:`.hmc_device`), each dimension's scale
+(:mod:`.scale_device`), the frequencies' Dirichlet-process mixture
 (:mod:`.dp_device`) and the likelihood's weights and own variables (:mod:`.likelihoods`).
 ``jax.jit`` compiles it once per fit (the shapes are fixed: the latent dimensions live in
 ``width`` slots, a mask of which are in use); ``jax.lax.scan`` runs many sweeps in one call.
@@ -28,8 +29,9 @@ from . import jax, linalg
 from .dp_device import dp_step
 from .ess import elliptical_slice_rows
 from .frequencies import ess_frequencies
+from .hmc_device import STEP_FACTOR, adapt_factor, feature_gradient, hmc_block
 from .programs import features_of
-from .rowsum import row_matmul, row_sum
+from .rowsum import row_matmul, row_sum, rows_dot
 from .scale_device import scale_moves
 
 jnp = jax.numpy
@@ -69,6 +71,11 @@ class SweepConfig:
     frequency_update: str = "mh"
     #: The scale move before the mixture's step (:attr:`ibp_rflvm.state.ModelSpec.scale_move`).
     scale_move: bool = False
+    #: The HMC move's leapfrog steps (0: no move) and base steps
+    #: (:attr:`ibp_rflvm.state.ModelSpec.hmc_leapfrog`, ``hmc_steps``). Its warm-up's length is
+    #: an argument of the sweep, not a setting here: a fit's burn-in must not compile a program.
+    hmc_leapfrog: int = 0
+    hmc_steps: tuple[float, float] = (0.03, 0.01)
 
 
 #: One state of the chain on the device: the host's :class:`~ibp_rflvm.state.ChainState`, its
@@ -185,11 +192,18 @@ def canonical(st: DeviceState, active) -> DeviceState:
     return replace(st, X=X, Z=Z, W=W, pi=pi, zeta=zeta, mu=mu, Sigma=Sigma)
 
 
-def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceState, DeviceInfo]:
-    """One sweep from `st` (module docstring): pure, and jit-compilable with `cfg` static."""
+def sweep_step(
+    key, st: DeviceState, data, cfg: SweepConfig, adapt_sweeps=0
+) -> tuple[DeviceState, DeviceInfo]:
+    """One sweep from `st` (module docstring): pure, and jit-compilable with `cfg` static. The
+    HMC move's step factor adapts in the sweeps numbered below `adapt_sweeps` (a traced integer:
+    the warm-up's length, :attr:`ibp_rflvm.state.ModelSpec.hmc_adapt_sweeps`)."""
     dlik = cfg.dlik
-    # Seven keys without the scale move, as before it existed: those chains keep their bits.
-    k_z, k_x, k_w, k_dp, k_lik, k_alpha, k_pi, *k_scale = jax.random.split(key, 8 if cfg.scale_move else 7)
+    # Seven keys without the later moves, as before they existed: those chains keep their bits.
+    extra = int(cfg.scale_move) + int(cfg.hmc_leapfrog > 0)
+    k_z, k_x, k_w, k_dp, k_lik, k_alpha, k_pi, *k_more = jax.random.split(key, 7 + extra)
+    k_hmc = k_more.pop() if cfg.hmc_leapfrog > 0 else None
+    tuning = st.tuning
     dparams = st.params
     beta = dparams.beta
     const = dlik.row_constants(dparams, data)
@@ -257,13 +271,38 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     else:
         W, P, w_acc = mh_frequencies(*w_args)
         w_moved = w_acc  # the paper's step: an accepted proposal is a new value
+    if cfg.hmc_leapfrog > 0:
+        factor = tuning[STEP_FACTOR]
+
+        def total(v):
+            return row_sum(v, dlik.row_groups, dlik.replicated)
+
+        def psi_grad(psi):
+            # Each entry's derivative: the pullback of the rows' log-likelihoods through ones.
+            ll_rows, pullback = jax.vjp(score_psi, psi)
+            return total(ll_rows), pullback(jnp.ones_like(ll_rows))[0]
+
+        def block_value_and_grad(H, W):
+            return feature_gradient(
+                psi_grad, H, W, beta, cfg.bias, cfg.M, lambda A, B: rows_times(A, B, cfg),
+                lambda A, B: rows_dot(A, B, dlik.row_groups, dlik.replicated),
+            )  # fmt: skip
+
+        X, W, hmc_acc, log_r = hmc_block(
+            k_hmc, X, Z, W, st.zeta, mu, Sigma, active, block_value_and_grad, factor * cfg.hmc_steps[0],
+            factor * cfg.hmc_steps[1], cfg.hmc_leapfrog, total,
+        )  # fmt: skip
+        P = lax.cond(hmc_acc, lambda: rows_times(X * Zf, W.T, cfg), lambda: P)
+        # Warm-up only: the kept sweeps run one fixed kernel.
+        factor = jnp.where(st.sweep < adapt_sweeps, adapt_factor(factor, log_r, st.sweep), factor)
+        tuning = {**tuning, STEP_FACTOR: factor}
     if cfg.scale_move:
         # With the components integrated out: the mixture's step below draws them afresh. The
         # products H W^T are unchanged, so P (and the features the weights' update reads) stand.
         def column_sums(v):
             return row_sum(v, dlik.row_groups, dlik.replicated)
 
-        X, W, _, _ = scale_moves(k_scale[0], X, Z, W, st.zeta, active, cfg.lam0, column_sums=column_sums)
+        X, W, _, _ = scale_moves(k_more[0], X, Z, W, st.zeta, active, cfg.lam0, column_sums=column_sums)
     zeta, mu, Sigma, eta = dp_step(k_dp, W, active, st.zeta, st.eta, cfg.lam0, *cfg.eta_prior)
     Phi = features_of(P, cfg.bias, cfg.M)
     dparams = dlik.update(k_lik, Phi, dparams, data)
@@ -272,7 +311,7 @@ def sweep_step(key, st: DeviceState, data, cfg: SweepConfig) -> tuple[DeviceStat
     loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
     new = replace(
         st, X=X, Z=Z, pi=pi, alpha=alpha, W=W, zeta=zeta, mu=mu, Sigma=Sigma, eta=eta, params=dparams,
-        loglik=loglik, sweep=st.sweep + 1,
+        loglik=loglik, sweep=st.sweep + 1, tuning=tuning,
     )  # fmt: skip
     new = canonical(new, active)
     # The first row whose log-likelihood is not finite: at the sweep's start if any (the
