@@ -155,9 +155,10 @@ PARAMETERS: dict[str, tuple[str, str]] = {
         it (:doc:`/gpu`, *Compilation, and fixed shapes*)."""),
     "devices": ("sequence of jax.Device, int or None, default=None", """
         ``backend="jax"`` only: the devices one chain's rows are sharded over (an int: the
-        first that many of ``jax.devices()``; None: every device JAX sees). The chain is the
-        same whatever the number of devices, as long as it divides ``gcd(N, 8)``; with more
-        devices than that, the largest such number is used (:doc:`/gpu`)."""),
+        first that many of ``jax.devices()``; None: every device JAX sees), a number that
+        divides ``gcd(N, 8)``; with more devices than that, the largest such number is used.
+        Without the HMC move the chain is the same bit for bit whatever the number; with it
+        (the default sweep) chains on different numbers agree in distribution (:doc:`/gpu`)."""),
 }
 
 #: name -> (type, description) of the fitted attributes. Properties get numpydoc's link to
