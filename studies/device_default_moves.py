@@ -1,5 +1,9 @@
 """Issue 65, item 1: ``backend="jax"`` with the numba sweep's default moves (elliptical slice
-sampling of the frequencies, then the scale move), on the CPU.
+sampling of the frequencies, then the HMC move of all used latent coordinates and frequencies at
+once, then the scale move), on the CPU. The device runs all three
+(:mod:`ibp_rflvm.jax_backend.hmc_device` for the HMC move); the estimator gives the HMC move
+``hmc_leapfrog`` = 10 leapfrog steps and adapts its step factor over the burn-in on either
+backend.
 
 Data: the simulated NB counts of ``studies/frequency_moves.py`` (2,000 x 500, three latent
 dimensions, generating frequencies ``N(0, 0.5^2 I)``), 20% of the entries held out
@@ -14,13 +18,18 @@ dimensions, generating frequencies ``N(0, 0.5^2 I)``), 20% of the entries held o
     ``K+`` counts as a change of every row), ``K+``, the fit's seconds (for ``jax`` after a
     2-sweep fit of the same shapes has compiled the programs), and the scale move's acceptance
     rate at the final state (20 moves from it, each of 3 proposals per dimension; the device's
-    function for ``jax``, the host's for ``numba``). ``--no-hmc`` (numba): the default sweep
-    without its HMC move, which the device does not have: the device's moves.
+    function for ``jax``, the host's for ``numba``), ``hmc_leapfrog`` and the HMC step factor at
+    the end of the fit (``hmc_step_factor``: the one the burn-in adapted; ``None`` without the
+    move). ``--no-hmc`` (numba): the default sweep without its HMC move (elliptical slice
+    sampling and the scale move: the device's default before it had the HMC move), to tell the
+    HMC move's part in the figures and to compare with results from before it.
 
 ``... device_default_moves.py time [--sweeps 4]``
     Seconds per device sweep on the CPU (one compiled step, timed after a first call that
-    compiles it) under the device's old default (``frequency_update="mh"``, no scale move), the
-    elliptical slice move alone, and the new default (both), from the same start.
+    compiles it) under the device's first default (``frequency_update="mh"``, no scale move),
+    the elliptical slice move alone, the elliptical slice move and the scale move (the previous
+    default), and the new default (those and the HMC move, 10 leapfrog steps, at the base step:
+    no adaptation in a timing), from the same start.
 
 ``... device_default_moves.py table FILE``
     Per backend: the mean of each figure over the seeds, and for the LPD its standard error
@@ -86,10 +95,17 @@ def _scale_acceptance(state, backend: str, lam0: float, seed: int, repeats: int 
     return accepted / max(proposed, 1)
 
 
+def _step_factor(tuning: dict) -> float | None:
+    """The HMC step factor in a state's `tuning` (``None`` when the sweep has no HMC move)."""
+    factor = tuning.get("hmc_step_factor")
+    return None if factor is None else float(factor)
+
+
 def fit(args) -> None:
     Y_train, Y_test = _data()
     if args.no_hmc:
-        # The device has no HMC move: the numba sweep without it runs the device's moves.
+        # The numba default sweep without its HMC move: the device's default before the device
+        # had the move (elliptical slice sampling and the scale move).
         IBPRFLVM._hmc_leapfrog = lambda self, paper, lik: 0
     if args.backend == "jax":
         _estimator("jax", args.seed, 2).fit(Y_train)  # compiles the programs of these shapes
@@ -106,7 +122,7 @@ def fit(args) -> None:
     out = {
         "backend": args.backend + ("-nohmc" if args.no_hmc else ""), "seed": args.seed,
         "n_iter": args.n_iter, "frequency_update": spec.frequency_update, "scale_move": spec.scale_move,
-        "hmc_leapfrog": spec.hmc_leapfrog,
+        "hmc_leapfrog": spec.hmc_leapfrog, "hmc_step_factor": _step_factor(est.state_.tuning),
         "lpd": float(est.score(Y_test)), "w_moved_share": float(np.mean(w_moved)),
         "w_moved_share_min": float(np.min(w_moved)), "row_moved_share": float(np.mean(rows)),
         "row_moved_share_min": float(np.min(rows)), "k_plus": float(np.mean(post.kept("n_active"))),
@@ -123,14 +139,18 @@ def timing(args) -> None:
     Y_train, _ = _data()
     base = _estimator("jax", 0, 20)._spec()
     data = model.Data.from_array(Y_train, base.likelihood)
+    # (frequency_update, scale_move, hmc_leapfrog); the estimator's spec has the HMC move on,
+    # adapted over the burn-in: no variant adapts its step in a timing.
     variants = {
-        "mh, no scale move (the old device default)": {"frequency_update": "mh", "scale_move": False},
-        "ess, no scale move": {"frequency_update": "ess", "scale_move": False},
-        "ess and the scale move (the new default)": {"frequency_update": "ess", "scale_move": True},
+        "mh, no scale move (the first device default)": ("mh", False, 0),
+        "ess, no scale move": ("ess", False, 0),
+        "ess and the scale move (the previous default)": ("ess", True, 0),
+        "ess, the scale move and HMC (the new default)": ("ess", True, 10),
     }
     start = None
-    for name, settings in variants.items():
-        spec = replace(base, **settings)
+    for name, (update, scale_move, leapfrog) in variants.items():
+        settings = {"frequency_update": update, "scale_move": scale_move, "hmc_leapfrog": leapfrog}
+        spec = replace(base, **settings, hmc_adapt_sweeps=0)
         kernel = model.build_sweep(spec, make_target(spec, data))
         if start is None:
             start = kernel.init(np.random.default_rng(0))
@@ -153,7 +173,9 @@ def table(args) -> None:
         lpd[backend] = np.array([r["lpd"] for r in mine])
         print(f"{backend}: seeds {[r['seed'] for r in mine]}")
         for key in ("lpd", "w_moved_share", "w_moved_share_min", "row_moved_share", "row_moved_share_min",
-                    "k_plus", "seconds_per_sweep", "scale_acceptance"):  # fmt: skip
+                    "k_plus", "seconds_per_sweep", "scale_acceptance", "hmc_step_factor"):  # fmt: skip
+            if any(r.get(key) is None for r in mine):
+                continue  # the HMC step factor of a fit without the move, or from before it was recorded
             values = np.array([r[key] for r in mine])
             se = values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else float("nan")
             listed = np.round(values, 4).tolist()
