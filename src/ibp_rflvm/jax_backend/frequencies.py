@@ -61,20 +61,25 @@ def ess_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg)
         log_y = total + log_u[m]
         k_first, k_shrink = jax.random.split(keys[m])
 
+        def moved_psi(new):
+            return psi + times(new - old, B)
+
         def point(theta):
+            # The round's psi is scored and dropped, not carried: carried, every round of every
+            # search would write an N x J array (issue 65's cost analysis: most of the sweep's
+            # memory traffic); the accepted point's is rebuilt once.
             w = centre + centred * jnp.cos(theta) + nu_all[m] * jnp.sin(theta)
             proj = times(H, w)
             new = jnp.stack([jnp.cos(proj), jnp.sin(proj)], axis=1) * scale
-            psi_p = psi + times(new - old, B)
-            ll_p = score_psi(psi_p)
-            return w, proj, new, psi_p, ll_p, total_of(ll_p)
+            ll_p = score_psi(moved_psi(new))
+            return w, proj, new, ll_p, total_of(ll_p)
 
         theta0 = jax.random.uniform(k_first, (), dtype=jnp.float64) * (2.0 * math.pi)
         first = point(theta0)
 
         def cond(c):
             i, _theta, _lo, _hi, pt = c
-            return (i < MAX_SHRINKS) & ~(pt[5] > log_y)
+            return (i < MAX_SHRINKS) & ~(pt[4] > log_y)
 
         def shrink(c):
             i, theta, lo, hi, _pt = c
@@ -85,14 +90,14 @@ def ess_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg)
             return i + 1, theta, lo, hi, point(theta)
 
         start = (jnp.zeros((), jnp.int32), theta0, theta0 - 2.0 * math.pi, theta0, first)
-        _, _, _, _, (w, proj, new, psi_p, ll_p, total_p) = lax.while_loop(cond, shrink, start)
+        _, _, _, _, (w, proj, new, ll_p, total_p) = lax.while_loop(cond, shrink, start)
         took = total_p > log_y  # False only when MAX_SHRINKS rounds ran out: w_m is kept
 
         def accept(_):
             Phi_n = Phi.at[:, m].set(new[:, 0]).at[:, m + M].set(new[:, 1])
             changed = jnp.any(w != W[m]).astype(moved.dtype)
             W_n, P_n = W.at[m].set(w), P.at[:, m].set(proj)
-            return W_n, P_n, Phi_n, psi_p, ll_p, total_p, searched + 1, moved + changed
+            return W_n, P_n, Phi_n, moved_psi(new), ll_p, total_p, searched + 1, moved + changed
 
         return lax.cond(took, accept, lambda _: s, None)
 
