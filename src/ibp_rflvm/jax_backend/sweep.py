@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from typing import Any, NamedTuple
 
 from ..state import ChainState, MoveCounts
@@ -103,6 +104,12 @@ def rows_times(A, B, cfg: SweepConfig):
     return row_matmul(A, B, cfg.dlik.row_groups, cfg.dlik.replicated)
 
 
+def rows_total(v, cfg: SweepConfig):
+    """``sum_i v[i]`` over the rows (:func:`.rowsum.row_sum`: the same bits on every number of
+    devices)."""
+    return row_sum(v, cfg.dlik.row_groups, cfg.dlik.replicated)
+
+
 def make_scorers(beta, const, dparams, data, cfg: SweepConfig):
     """``score(P)``: every row's log-likelihood at projections ``P``; ``score_row(p, i)``: row
     ``i``'s at projections ``p`` (float64 sums)."""
@@ -127,10 +134,7 @@ def mh_frequencies(key, W, zeta, mu, Sigma, active, H, P, beta, score_psi, cfg: 
     ``psi`` moves by a rank-2 product. Coordinates of unused slots stay 0."""
     M = cfg.M
     k_e, k_u = jax.random.split(key)
-
-    def row_total(v):
-        return row_sum(v, cfg.dlik.row_groups, cfg.dlik.replicated)
-
+    row_total = partial(rows_total, cfg=cfg)
     chol = linalg.cholesky(Sigma)
     e = jax.random.normal(k_e, W.shape, dtype=jnp.float64)
     W_prop = (mu[zeta] + jnp.einsum("mab,mb->ma", chol[zeta], e)) * active[None, :]
@@ -273,10 +277,7 @@ def sweep_step(
         w_moved = w_acc  # the paper's step: an accepted proposal is a new value
     if cfg.hmc_leapfrog > 0:
         factor = tuning[STEP_FACTOR]
-
-        def total(v):
-            return row_sum(v, dlik.row_groups, dlik.replicated)
-
+        total = partial(rows_total, cfg=cfg)
         def psi_grad(psi):
             # Each entry's derivative: the pullback of the rows' log-likelihoods through ones.
             ll_rows, pullback = jax.vjp(score_psi, psi)
@@ -299,16 +300,14 @@ def sweep_step(
     if cfg.scale_move:
         # With the components integrated out: the mixture's step below draws them afresh. The
         # products H W^T are unchanged, so P (and the features the weights' update reads) stand.
-        def column_sums(v):
-            return row_sum(v, dlik.row_groups, dlik.replicated)
-
+        column_sums = partial(rows_total, cfg=cfg)
         X, W, _, _ = scale_moves(k_more[0], X, Z, W, st.zeta, active, cfg.lam0, column_sums=column_sums)
     zeta, mu, Sigma, eta = dp_step(k_dp, W, active, st.zeta, st.eta, cfg.lam0, *cfg.eta_prior)
     Phi = features_of(P, cfg.bias, cfg.M)
     dparams = dlik.update(k_lik, Phi, dparams, data)
     const = dlik.row_constants(dparams, data)
     ll = dlik.row_loglik(rows_times(Phi, dparams.beta, cfg), slice(None), const, dparams, data)
-    loglik = row_sum(ll, dlik.row_groups, dlik.replicated)
+    loglik = rows_total(ll, cfg)
     new = replace(
         st, X=X, Z=Z, pi=pi, alpha=alpha, W=W, zeta=zeta, mu=mu, Sigma=Sigma, eta=eta, params=dparams,
         loglik=loglik, sweep=st.sweep + 1, tuning=tuning,
