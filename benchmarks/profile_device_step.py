@@ -77,7 +77,7 @@ def main() -> None:
 
     def gibbs(st):
         zs, score = zstate(st)
-        return zm.gibbs_columns(key, zs, st.pi, active, score)
+        return zm.gibbs_columns(key, zs, st.pi, active, score)[:2]
 
     def flips(st):
         zs, score = zstate(st)

@@ -256,7 +256,7 @@ def stage_z(key, s, cfg):
     active = jnp.any(Z, axis=0)
     zs = zmoves.ZState(X, Z, P, ll, W, s["mu"], s["Sigma"])
     k_g, k_f, k_p, k_t, k_a, k_s, k_pi, k_al = jax.random.split(key, 8)
-    zs, _ = zmoves.gibbs_columns(k_g, zs, s["pi"], active, score)
+    zs, _, _ = zmoves.gibbs_columns(k_g, zs, s["pi"], active, score)
     zs, _, _ = zmoves.flip_columns(k_f, zs, s["pi"], active, cfg.flip_scale, score)
     pairs = zmoves.aligned_pairs(k_p, zs.W, active, cfg.transfer_min_cos, cfg.pairs_per_dim)
     zs, _, _ = zmoves.transfers(k_t, zs, s["pi"], pairs, score)

@@ -3,7 +3,10 @@ sampling of the frequencies, then the HMC move of all used latent coordinates an
 once, then the scale move), on the CPU. The device runs all three
 (:mod:`ibp_rflvm.jax_backend.hmc_device` for the HMC move); the estimator gives the HMC move
 ``hmc_leapfrog`` = 10 leapfrog steps and adapts its step factor over the burn-in on either
-backend.
+backend. The device's Gibbs pass of ``Z`` alternates each column with its stick
+(:data:`ibp_rflvm.jax_backend.ibp_device.STICK_ROUNDS` rounds, since 2026-11-29): without it the
+device's ``Z`` left the all-on start over tens of sweeps and its held-out LPD at 20 sweeps lagged
+numba's (docs/record/jax_backend.md).
 
 Data: the simulated NB counts of ``studies/frequency_moves.py`` (2,000 x 500, three latent
 dimensions, generating frequencies ``N(0, 0.5^2 I)``), 20% of the entries held out

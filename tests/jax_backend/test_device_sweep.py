@@ -44,15 +44,15 @@ def test_the_step_holds_no_host_callback():
     assert text.count("while[") >= 6
 
 
-#: Checks of bit identity between two different programs (a scan against the step, 4 devices
-#: against 1) run in their own process at XLA's default optimisation, the level users compile
-#: at: the suite's faster-compiling level (conftest.py) may order a sum differently in one of
-#: two programs, and did, in the last bit. They run the default sweep without its HMC move
-#: (``"hmc": false``): the move's trajectory is a continuous function of the log-likelihood's
+#: Checks of identity between two different programs (a scan against the step, to rounding; 4
+#: devices against 1, to the bit) run in their own process at XLA's default optimisation, the level
+#: users compile at: the suite's faster-compiling level (conftest.py) may order a sum differently
+#: in one of two programs, and did, in the last bit. They run the default sweep without its HMC
+#: move (``"hmc": false``): the move's trajectory is a continuous function of the log-likelihood's
 #: gradient, whose elementwise expressions XLA contracts into multiply-adds differently in
 #: different programs, so with it two programs agree to rounding, not to the bit
-#: (docs/record/jax_backend.md, 2026-11-28); the one program a fit runs gives the same chain
-#: from the same seed either way (test_jax_estimator.py).
+#: (docs/record/jax_backend.md, 2026-11-28); the one program a fit runs gives the same chain from
+#: the same seed either way (test_jax_estimator.py).
 _PRODUCTION = textwrap.dedent(
     """
     import json, sys
@@ -77,16 +77,15 @@ _PRODUCTION = textwrap.dedent(
         for t in range(3):
             one, info = jitted(keys[t], one)
             k_plus.append(int(info.k_plus))
-        same = all(np.array_equal(np.asarray(a), np.asarray(b))
-                   for a, b in zip(jax.tree.leaves(last), jax.tree.leaves(one), strict=True))
-        return [int(v) for v in infos.k_plus] == k_plus, same, int(last.sweep), gap(
+        same_z = np.array_equal(np.asarray(last.Z), np.asarray(one.Z))
+        return [int(v) for v in infos.k_plus] == k_plus, same_z, int(last.sweep), gap(
             jax.tree.leaves(last), jax.tree.leaves(one))
 
     out = {}
     params = json.loads(sys.argv[2])
-    out["hmc_scan_k_plus"], _, _, out["hmc_scan_gap"] = scan_and_steps(params)
+    out["hmc_scan_k_plus"], out["hmc_scan_z"], _, out["hmc_scan_gap"] = scan_and_steps(params)
     IBPRFLVM._hmc_leapfrog = lambda self, paper, lik: 0
-    out["scan_k_plus"], out["scan_same"], out["scan_sweeps"], _ = scan_and_steps(params)
+    out["scan_k_plus"], out["scan_z"], out["scan_sweeps"], out["scan_gap"] = scan_and_steps(params)
     # The rows sharded over 1 and 4 host devices.
     rng = np.random.default_rng(0)
     Y = rng.negative_binomial(2, 0.4, size=(520, 9)).astype(float)  # 520 rows: two ESS levels
@@ -122,15 +121,23 @@ def production():
 
 
 def test_a_scan_of_the_step_is_the_steps_one_by_one(production):
+    """A scan of the step and the step sweep by sweep: the same ``Z`` and ``K+`` after each of
+    3 sweeps, and continuous values that differ by rounding only. Not bit for bit: XLA contracts
+    multiplies and adds of the dimension moves differently in the two programs (the sweep
+    without them agrees to the bit). This test's chain agreed to the bit before issue 65's stick
+    rounds, by its seed's luck: with the sweep of then, starts 5 and 7 differed in the last bits
+    (docs/record/jax_backend.md, 2026-11-29). A move that drew its random numbers differently in
+    the two programs would differ in ``Z`` or by order one."""
     assert production["scan_k_plus"] and production["scan_sweeps"] == 3, production
-    assert production["scan_same"], production
+    assert production["scan_z"], production
+    assert production["scan_gap"] < 1e-9, production
 
 
 def test_with_the_hmc_move_a_scan_and_the_steps_agree_to_rounding(production):
     """With the HMC move (the default sweep) the two programs' states after 3 sweeps differ by
     rounding only (5e-12 relative when measured; a move that drew its own random numbers
     differently in the two would differ by order one)."""
-    assert production["hmc_scan_k_plus"], production
+    assert production["hmc_scan_k_plus"] and production["hmc_scan_z"], production
     assert production["hmc_scan_gap"] < 1e-9, production
 
 

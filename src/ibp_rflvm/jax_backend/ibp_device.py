@@ -20,6 +20,14 @@ leaves the conditional invariant: for two states in that event, detailed balance
 kernel holds term by term and the restriction only removes moves out of it. Columns and pairs are
 visited in an order drawn afresh each sweep, independent of ``X`` and ``Z``.
 
+**The stick follows its column.** Given a fixed stick a column's density moves slowly: from the
+all-on start ``pi_d = 1 - O(1/N)``, and leaving costs every row ``log N``, where the host's
+moves, with the sticks integrated out, lower ``m_-i`` row by row. So the Gibbs pass alternates,
+within each column, between the column given its stick and the stick given its column
+(``Beta(m_d, N - m_d + beta)``), :data:`STICK_ROUNDS` times: both halves are exact
+conditionals, every round reuses the column's two log-likelihoods per row, and the later moves
+of the sweep read the sticks the rounds end on.
+
 **Births and deaths.** New dimensions enter only by the singleton move (:func:`singletons`):
 given the other rows, the dimensions row ``i`` owns alone are a ``Poisson(alpha beta / (N - 1 +
 beta))`` number (the Poisson process of sticks no other row takes, thinned by row ``i``), each with
@@ -50,6 +58,12 @@ from .dp_device import add_dimension, drop_dimension
 
 jnp = jax.numpy
 lax = jax.lax
+
+
+#: Rounds of each column's Gibbs pass with its stick in the device sweep
+#: (:func:`gibbs_columns`): a round costs O(N), a likelihood evaluation O(N J L). From the all-on
+#: start the first sweep's changes level off by 16 (docs/record/jax_backend.md, 2026-11-29).
+STICK_ROUNDS = 16
 
 
 class ZState(NamedTuple):
@@ -109,28 +123,56 @@ def _visit(order: jax.Array, active: jax.Array, fn: Callable, carry):
     return lax.fori_loop(0, order.shape[0], body, carry)
 
 
-def gibbs_columns(key, s: ZState, pi, active, score: Callable):
+def gibbs_columns(key, s: ZState, pi, active, score: Callable, rounds: int = 1, sticks: float = 1.0):
     """A Gibbs pass over each active column of ``Z`` given the sticks, all rows at once:
     ``P(z_id = 1) / P(z_id = 0) = pi_d / (1 - pi_d) * p(y_i | z_id = 1) / p(y_i | z_id = 0)``.
-    A column that every row would leave keeps its old values (module docstring). Returns the
-    state and the number of ``z_id`` changed."""
+    A column that every row would leave keeps its old values (module docstring).
+
+    With `rounds` > 1 the column's update alternates ``rounds - 1`` more times between its
+    stick, ``pi_d ~ Beta(m_d, N - m_d + beta)`` (``beta``: `sticks`; the conditional
+    :func:`draw_sticks` draws), and the column given it: each half is an exact conditional, so
+    each round leaves the posterior invariant and needs no acceptance step. Every round reads the same two
+    log-likelihoods per row (the column's other coordinates stay), so it costs ``O(N)``, not a
+    likelihood evaluation. Why: given a fixed stick the column's density can move by about
+    ``N (1 - pi_d)`` rows a sweep, and from the all-on start ``pi_d`` is ``1 - O(1/N)``, so the
+    rows that should leave leave over tens of sweeps; the rounds let the stick follow the
+    column within the sweep, as the host's collapsed moves (``m_-i`` updated row by row) do.
+
+    Returns ``(state, changed, pi)``: the number of ``z_id`` changed and the sticks (the
+    columns' last draws; unchanged with `rounds` = 1)."""
     N, Kw = s.Z.shape
     k_order, k_u = jax.random.split(key)
+    k_rounds = jax.random.fold_in(k_order, 1)  # read only with rounds > 1: one round's chains keep their bits
 
     def one(d, c):
-        s, n = c
+        s, n, pi = c
         z = s.Z[:, d]
         x = s.X[:, d]
         P_alt = s.P + jnp.where(z, -x, x)[:, None] * s.W[:, d][None, :]
         ll_alt = score(P_alt)
         diff = ll_alt - s.ll
-        log_odds = logit(pi[d]) + jnp.where(z, -diff, diff)
-        v = _uniform_logs(jax.random.fold_in(k_u, d), N) < -jnp.logaddexp(0.0, -log_odds)
-        change = (v != z) & jnp.any(v)
-        s = _apply(s, change, P_alt, ll_alt, Z=s.Z.at[:, d].set(z ^ change))
-        return s, n + jnp.sum(change)
+        gain = jnp.where(z, -diff, diff)  # log p(y_i | z_id = 1) - log p(y_i | z_id = 0)
 
-    return _visit(jax.random.permutation(k_order, Kw), active, one, (s, jnp.zeros((), jnp.int64)))
+        def draw(key, p, z_now):
+            v = _uniform_logs(key, N) < -jnp.logaddexp(0.0, -(logit(p) + gain))
+            return jnp.where(jnp.any(v), v, z_now)
+
+        z_new = draw(jax.random.fold_in(k_u, d), pi[d], z)
+
+        def round_(r, c):
+            z_now, _ = c
+            k_pi, k_z = jax.random.split(jax.random.fold_in(jax.random.fold_in(k_rounds, d), r))
+            p = draw_sticks(k_pi, z_now[:, None], sticks)[0]
+            return draw(k_z, p, z_now), p
+
+        if rounds > 1:
+            z_new, p = lax.fori_loop(1, rounds, round_, (z_new, pi[d]))
+            pi = pi.at[d].set(p)
+        change = z_new != z
+        s = _apply(s, change, P_alt, ll_alt, Z=s.Z.at[:, d].set(z_new))
+        return s, n + jnp.sum(change), pi
+
+    return _visit(jax.random.permutation(k_order, Kw), active, one, (s, jnp.zeros((), jnp.int64), pi))
 
 
 def flip_columns(key, s: ZState, pi, active, q_sd: float, score: Callable):
@@ -372,5 +414,5 @@ def singletons(
 
 __all__ = [
     "Pairs", "ZState", "absorbs", "aligned_pairs", "draw_sticks", "flip_columns",
-    "gibbs_columns", "log_x_ratio", "singletons", "transfers",
+    "STICK_ROUNDS", "gibbs_columns", "log_x_ratio", "singletons", "transfers",
 ]  # fmt: skip

@@ -27,6 +27,7 @@ from ..targets import register_device_target
 from ..targets.factorised import FactorisedTarget
 from . import jax, programs
 from .hmc_device import STEP_FACTOR
+from .ibp_device import STICK_ROUNDS
 from .likelihoods_more import for_likelihood
 from .rowsum import row_groups
 from .sweep import DeviceInfo, DeviceState, SweepConfig, sweep_step
@@ -71,6 +72,7 @@ def sweep_config(spec: ModelSpec, dlik, n_rows: int) -> SweepConfig:
         harmonic=float(sticks[1]), new_rate_per_alpha=float(sticks[2]),
         frequency_update=spec.frequency_update, scale_move=bool(spec.scale_move),
         hmc_leapfrog=int(spec.hmc_leapfrog), hmc_steps=tuple(float(v) for v in spec.hmc_steps),
+        stick_rounds=STICK_ROUNDS,
     )  # fmt: skip
 
 

@@ -77,6 +77,9 @@ class SweepConfig:
     #: an argument of the sweep, not a setting here: a fit's burn-in must not compile a program.
     hmc_leapfrog: int = 0
     hmc_steps: tuple[float, float] = (0.03, 0.01)
+    #: Rounds of each column's Gibbs pass, alternating with its stick
+    #: (:func:`.ibp_device.gibbs_columns`; 1: the column given the sweep's sticks alone).
+    stick_rounds: int = 1
 
 
 #: One state of the chain on the device: the host's :class:`~ibp_rflvm.state.ChainState`, its
@@ -222,7 +225,10 @@ def sweep_step(
         active = jnp.any(Z, axis=0)
         zs = zmoves.ZState(X, Z, P, ll, W, mu, Sigma)
         k_g, k_f, k_p, k_t, k_a, k_s = jax.random.split(k_z, 6)
-        zs, counts["z_flips"] = zmoves.gibbs_columns(k_g, zs, pi, active, score)
+        # The sticks the column passes end on: the later moves read them (each is a state's).
+        zs, counts["z_flips"], pi = zmoves.gibbs_columns(
+            k_g, zs, pi, active, score, cfg.stick_rounds, cfg.sticks
+        )
         if cfg.moves:
             zs, counts["flips_proposed"], counts["flips"] = zmoves.flip_columns(
                 k_f, zs, pi, active, cfg.flip_scale, score
