@@ -52,16 +52,6 @@ lax = jax.lax
 STEP_FACTOR = "hmc_step_factor"
 
 
-def component_precisions(Sigma, active) -> jax.Array:
-    """Each label slot's ``Sigma_k^{-1}`` on the live slots (identity on the dead ones)."""
-    Kw = Sigma.shape[-1]
-    eye = jnp.eye(Kw)
-    pair = active[:, None] & active[None, :]
-    L = linalg.cholesky(jnp.where(pair, Sigma, eye))
-    L_inv = linalg.solve_triangular(L, jnp.broadcast_to(eye, L.shape), lower=True)
-    return jnp.swapaxes(L_inv, -1, -2) @ L_inv
-
-
 def block_log_density(value_and_grad: Callable, X, W, Zf, on, live, zeta, mu, precision, total: Callable):
     """``log pi(q)`` of the module docstring at positions `X` and frequencies `W`, and its
     gradients (zero off the moving coordinates): `on` the used coordinates, `live` the live
@@ -169,7 +159,7 @@ def hmc_block(
     Zf = Z.astype(jnp.float64)
     mx = on.astype(jnp.float64)
     mw = jnp.broadcast_to(active[None, :], W.shape).astype(jnp.float64)
-    precision = component_precisions(Sigma, active)
+    precision = linalg.live_inverse(Sigma, active)  # each label slot's Sigma_k^-1 on the live slots
 
     def log_density(x, w):
         value, gx, gw = block_log_density(value_and_grad, x, w, Zf, on, active, zeta, mu, precision, total)
@@ -207,6 +197,5 @@ def hmc_block(
 
 
 __all__ = [
-    "STEP_FACTOR", "adapt_factor", "block_log_density", "component_precisions", "feature_gradient",
-    "hmc_block",
+    "STEP_FACTOR", "adapt_factor", "block_log_density", "feature_gradient", "hmc_block",
 ]  # fmt: skip

@@ -65,4 +65,15 @@ def solve_triangular(a: jax.Array, b: jax.Array, *, lower: bool) -> jax.Array:
     return _dispatch(solve, a, b)
 
 
-__all__ = ["PER_MATRIX_ON_CPU", "cholesky", "solve_triangular"]
+def live_inverse(a: jax.Array, live: jax.Array) -> jax.Array:
+    """Each matrix of ``a`` (``(..., Kw, Kw)``, symmetric positive definite on the slots `live`)
+    inverted on its live rows and columns, the identity on the others: the padded state's
+    matrices read on the live slots only, whatever the dead ones hold."""
+    eye = jnp.eye(a.shape[-1])
+    pair = live[:, None] & live[None, :]
+    L = cholesky(jnp.where(pair, a, eye))
+    L_inv = solve_triangular(L, jnp.broadcast_to(eye, L.shape), lower=True)
+    return jnp.swapaxes(L_inv, -1, -2) @ L_inv
+
+
+__all__ = ["PER_MATRIX_ON_CPU", "cholesky", "live_inverse", "solve_triangular"]

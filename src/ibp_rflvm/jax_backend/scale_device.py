@@ -48,14 +48,9 @@ def _column_sums(v: jax.Array) -> jax.Array:
 def evidence_inverses(W, zeta, active, lam0: float) -> tuple[jax.Array, jax.Array]:
     """``(Q, half_nu)``: each label slot's ``Psi_k^{-1}`` (``M x Kw x Kw``, identity on dead
     slots) and ``nu_k / 2`` (0 for a slot without members, whose ``Psi_k`` is ``I``)."""
-    Kw = W.shape[1]
-    eye = jnp.eye(Kw)
     counts, sums, outers = _label_stats(jnp.where(active, W, 0.0), zeta)
     G = outers - sums[:, :, None] * sums[:, None, :] / (lam0 + counts)[:, None, None]
-    pair = active[:, None] & active[None, :]
-    L = linalg.cholesky(jnp.where(pair, eye + G, eye))
-    L_inv = linalg.solve_triangular(L, jnp.broadcast_to(eye, L.shape), lower=True)
-    Q = jnp.swapaxes(L_inv, -1, -2) @ L_inv
+    Q = linalg.live_inverse(jnp.eye(W.shape[1]) + G, active)
     K = jnp.sum(active).astype(jnp.float64)
     return Q, jnp.where(counts > 0.0, 0.5 * (K + 2.0 + counts), 0.0)
 

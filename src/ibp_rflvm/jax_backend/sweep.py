@@ -215,6 +215,7 @@ def sweep_step(
     beta = dparams.beta
     const = dlik.row_constants(dparams, data)
     score, score_row = make_scorers(beta, const, dparams, data, cfg)
+    total = partial(rows_total, cfg=cfg)  # every sum over rows the moves take
     X, Z, W, mu, Sigma, pi, alpha = st.X, st.Z, st.W, st.mu, st.Sigma, st.pi, st.alpha
     P = rows_times(X * Z, W.T, cfg)
     ll = score(P)
@@ -283,7 +284,7 @@ def sweep_step(
         w_moved = w_acc  # the paper's step: an accepted proposal is a new value
     if cfg.hmc_leapfrog > 0:
         factor = tuning[STEP_FACTOR]
-        total = partial(rows_total, cfg=cfg)
+
         def psi_grad(psi):
             # Each entry's derivative: the pullback of the rows' log-likelihoods through ones.
             ll_rows, pullback = jax.vjp(score_psi, psi)
@@ -306,14 +307,13 @@ def sweep_step(
     if cfg.scale_move:
         # With the components integrated out: the mixture's step below draws them afresh. The
         # products H W^T are unchanged, so P (and the features the weights' update reads) stand.
-        column_sums = partial(rows_total, cfg=cfg)
-        X, W, _, _ = scale_moves(k_more[0], X, Z, W, st.zeta, active, cfg.lam0, column_sums=column_sums)
+        X, W, _, _ = scale_moves(k_more[0], X, Z, W, st.zeta, active, cfg.lam0, column_sums=total)
     zeta, mu, Sigma, eta = dp_step(k_dp, W, active, st.zeta, st.eta, cfg.lam0, *cfg.eta_prior)
     Phi = features_of(P, cfg.bias, cfg.M)
     dparams = dlik.update(k_lik, Phi, dparams, data)
     const = dlik.row_constants(dparams, data)
     ll = dlik.row_loglik(rows_times(Phi, dparams.beta, cfg), slice(None), const, dparams, data)
-    loglik = rows_total(ll, cfg)
+    loglik = total(ll)
     new = replace(
         st, X=X, Z=Z, pi=pi, alpha=alpha, W=W, zeta=zeta, mu=mu, Sigma=Sigma, eta=eta, params=dparams,
         loglik=loglik, sweep=st.sweep + 1, tuning=tuning,
